@@ -1,0 +1,29 @@
+"""Reads and writes `.headwater/stack.env`: the endpoints of a running stack as KEY=VALUE lines."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def write_env(path: Path, values: Mapping[str, str]) -> None:
+    """Write atomically, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    os.replace(tmp, path)
+
+
+def read_env(path: Path) -> dict[str, str]:
+    """Parse KEY=VALUE lines; blank lines and `#` comments are skipped."""
+    values: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise ValueError(f"{path}: line {line!r} is not KEY=VALUE")
+        values[key.strip()] = value.strip()
+    return values

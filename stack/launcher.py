@@ -1,0 +1,60 @@
+"""Starts the local stack in order (Kafka, then topics), records its endpoints, and stops it in reverse."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from stack.config import StackConfig
+from stack.envfile import write_env
+from stack.kafka import KafkaBroker
+from stack.topics import (
+    AGGREGATES_TOPIC,
+    DEADLETTER_TOPIC,
+    EVENTS_TOPIC,
+    SCHEMAS_TOPIC,
+    ensure_topics,
+    topic_specs,
+)
+
+
+@dataclass
+class UpReport:
+    env: dict[str, str]
+    started: list[str]
+    created_topics: list[str]
+    seconds: float
+
+
+class Stack:
+    """The services of one state directory."""
+
+    def __init__(self, cfg: StackConfig) -> None:
+        self.cfg = cfg
+        self.kafka = KafkaBroker(cfg)
+
+    def endpoints(self) -> dict[str, str]:
+        return {
+            "KAFKA_BOOTSTRAP": self.cfg.bootstrap,
+            "EVENTS_TOPIC": EVENTS_TOPIC,
+            "DEADLETTER_TOPIC": DEADLETTER_TOPIC,
+            "SCHEMAS_TOPIC": SCHEMAS_TOPIC,
+            "AGGREGATES_TOPIC": AGGREGATES_TOPIC,
+        }
+
+    def up(self) -> UpReport:
+        t0 = time.monotonic()
+        started = ["kafka"] if self.kafka.start() else []
+        created = ensure_topics(self.cfg.bootstrap, topic_specs(self.cfg))
+        self.kafka.warm_up_transactions()
+        env = self.endpoints()
+        write_env(self.cfg.env_file, env)
+        return UpReport(env, started, created, time.monotonic() - t0)
+
+    def down(self) -> list[str]:
+        stopped = ["kafka"] if self.kafka.stop() else []
+        self.cfg.env_file.unlink(missing_ok=True)
+        return stopped
+
+    def status(self) -> dict[str, bool]:
+        return {"kafka": self.kafka.running()}

@@ -1,0 +1,115 @@
+"""Background service processes: start detached with a pid file, find them again, stop them and their children."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+class ManagedProcess:
+    """A service started by the launcher: its pid file and a marker that must be in its command line.
+
+    The marker (for example the service's data directory) guards against signalling an unrelated process
+    that reused a stale pid.
+    """
+
+    def __init__(self, name: str, pid_file: Path, marker: str) -> None:
+        self.name = name
+        self.pid_file = pid_file
+        self.marker = marker
+        # Set when this process started it: between fork and exec the child's cmdline is still ours.
+        self._popen: subprocess.Popen[bytes] | None = None
+
+    def pid(self) -> int | None:
+        """The running process's pid, or None when it is not running (a stale pid file is removed)."""
+        if self._popen is not None:
+            if self._popen.poll() is None:
+                return self._popen.pid
+            self._popen = None
+            self.pid_file.unlink(missing_ok=True)
+            return None
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except FileNotFoundError:
+            cmdline = ""
+        if self.marker not in cmdline or _is_zombie(pid):
+            self.pid_file.unlink(missing_ok=True)
+            return None
+        return pid
+
+    def start(self, cmd: Sequence[str], log_file: Path, env: Mapping[str, str] | None = None,
+              cwd: Path | None = None) -> int:
+        """Start `cmd` in its own session (so it outlives the CLI and is stopped as a group)."""
+        if self.marker not in " ".join(cmd):
+            raise ValueError(f"{self.name}: marker {self.marker!r} must appear in the command line")
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_file, "ab") as log:
+            proc = subprocess.Popen(
+                list(cmd), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, env=dict(env) if env is not None else None, cwd=cwd,
+            )
+        self.pid_file.write_text(f"{proc.pid}\n")
+        self._popen = proc
+        return proc.pid
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        """SIGTERM the process group, wait up to `timeout_s`, then SIGKILL. True if something was stopped."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not _alive(pid):
+                break
+            time.sleep(0.1)
+        else:
+            _signal_group(pid, signal.SIGKILL)
+            while _alive(pid):
+                time.sleep(0.05)
+        # Children that ignored the group signal (none expected) are killed too.
+        _signal_group(pid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def kill(self) -> None:
+        """SIGKILL the process group at once (fault injection: no clean shutdown)."""
+        pid = self.pid()
+        if pid is not None:
+            _signal_group(pid, signal.SIGKILL)
+            while _alive(pid):
+                time.sleep(0.05)
+            self.pid_file.unlink(missing_ok=True)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return False
+    except ChildProcessError:
+        pass  # not our child: the CLI that started it has exited
+    return Path(f"/proc/{pid}").exists() and not _is_zombie(pid)

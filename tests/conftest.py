@@ -1,0 +1,51 @@
+"""Session fixtures: one real Kafka broker (and later the rest of the stack) per test session."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stack.config import StackConfig
+from stack.envfile import read_env
+from stack.launcher import Stack
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def stack_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The endpoints of a running stack.
+
+    With HEADWATER_TEST_STACK_ENV=<path to a stack.env> the tests use that running stack (for example the one
+    `make up` started); otherwise a private stack is started on free ports in a temporary state directory and
+    stopped at the end of the session.
+    """
+    existing = os.environ.get("HEADWATER_TEST_STACK_ENV")
+    if existing:
+        yield read_env(Path(existing))
+        return
+    state = tmp_path_factory.mktemp("stack")
+    cfg = StackConfig.from_env({
+        "HEADWATER_STATE_DIR": str(state),
+        "HEADWATER_KAFKA_PORT": str(free_port()),
+        "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()),
+        "HEADWATER_EVENTS_PARTITIONS": "3",
+    })
+    stack = Stack(cfg)
+    try:
+        yield stack.up().env
+    finally:
+        stack.down()
+
+
+@pytest.fixture(scope="session")
+def bootstrap(stack_env: dict[str, str]) -> str:
+    return stack_env["KAFKA_BOOTSTRAP"]
