@@ -9,6 +9,7 @@ import sys
 from stack.config import ConfigError, StackConfig
 from stack.kafka import BrokerError
 from stack.launcher import Stack
+from stack.services import ServiceError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             stack.down()
             shutil.rmtree(cfg.state_dir / "data", ignore_errors=True)
             print(f"deleted {cfg.state_dir / 'data'}")
-    except BrokerError as exc:
+    except (BrokerError, ServiceError) as exc:
         print(f"stack: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -34,7 +34,8 @@ class StackConfig:
     Every field has an environment variable (documented in README.md, "Local stack"):
     HEADWATER_STATE_DIR, HEADWATER_KAFKA_PORT, HEADWATER_KAFKA_CONTROLLER_PORT,
     HEADWATER_EVENTS_PARTITIONS, HEADWATER_DEADLETTER_PARTITIONS, HEADWATER_AGGREGATES_PARTITIONS,
-    HEADWATER_KAFKA_HEAP_MB, HEADWATER_KAFKA_FLUSH_MESSAGES, HEADWATER_START_TIMEOUT_S.
+    HEADWATER_KAFKA_HEAP_MB, HEADWATER_KAFKA_FLUSH_MESSAGES, HEADWATER_START_TIMEOUT_S,
+    HEADWATER_REGISTRY_PORT, HEADWATER_GATEWAY_PORT.
     """
 
     state_dir: Path
@@ -47,6 +48,8 @@ class StackConfig:
     # 0 = leave flushing to the OS (page cache); N = fsync every N messages on every topic (costly).
     kafka_flush_messages: int = 0
     start_timeout_s: int = 90
+    registry_port: int = 8081
+    gateway_port: int = 8080
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StackConfig:
@@ -62,9 +65,13 @@ class StackConfig:
             kafka_heap_mb=_int(env, "HEADWATER_KAFKA_HEAP_MB", 1024, 256, 65536),
             kafka_flush_messages=_int(env, "HEADWATER_KAFKA_FLUSH_MESSAGES", 0, 0, 1_000_000_000),
             start_timeout_s=_int(env, "HEADWATER_START_TIMEOUT_S", 90, 5, 3600),
+            registry_port=_int(env, "HEADWATER_REGISTRY_PORT", 8081, 1, 65535),
+            gateway_port=_int(env, "HEADWATER_GATEWAY_PORT", 8080, 1, 65535),
         )
-        if cfg.kafka_port == cfg.controller_port:
-            raise ConfigError("HEADWATER_KAFKA_PORT and HEADWATER_KAFKA_CONTROLLER_PORT must differ")
+        ports = [cfg.kafka_port, cfg.controller_port, cfg.registry_port, cfg.gateway_port]
+        if len(set(ports)) != len(ports):
+            raise ConfigError("HEADWATER_KAFKA_PORT, HEADWATER_KAFKA_CONTROLLER_PORT, HEADWATER_REGISTRY_PORT and "
+                              "HEADWATER_GATEWAY_PORT must all differ")
         return cfg
 
     @property

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from stack.config import StackConfig
 from stack.envfile import write_env
 from stack.kafka import KafkaBroker
+from stack.services import services
 from stack.topics import (
     AGGREGATES_TOPIC,
     DEADLETTER_TOPIC,
@@ -48,13 +49,21 @@ class Stack:
         created = ensure_topics(self.cfg.bootstrap, topic_specs(self.cfg))
         self.kafka.warm_up_transactions()
         env = self.endpoints()
+        for service in services(self.cfg):
+            if service.start(self.cfg, env):
+                started.append(service.name)
+            env.update(service.endpoints)
         write_env(self.cfg.env_file, env)
         return UpReport(env, started, created, time.monotonic() - t0)
 
     def down(self) -> list[str]:
-        stopped = ["kafka"] if self.kafka.stop() else []
+        stopped = [s.name for s in reversed(services(self.cfg)) if s.process(self.cfg).stop()]
+        if self.kafka.stop():
+            stopped.append("kafka")
         self.cfg.env_file.unlink(missing_ok=True)
         return stopped
 
     def status(self) -> dict[str, bool]:
-        return {"kafka": self.kafka.running()}
+        status = {"kafka": self.kafka.running()}
+        status.update({s.name: s.process(self.cfg).pid() is not None for s in services(self.cfg)})
+        return status

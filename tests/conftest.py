@@ -37,6 +37,8 @@ def stack_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
         "HEADWATER_STATE_DIR": str(state),
         "HEADWATER_KAFKA_PORT": str(free_port()),
         "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()),
+        "HEADWATER_REGISTRY_PORT": str(free_port()),
+        "HEADWATER_GATEWAY_PORT": str(free_port()),
         "HEADWATER_EVENTS_PARTITIONS": "3",
     })
     stack = Stack(cfg)

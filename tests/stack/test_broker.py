@@ -108,9 +108,10 @@ def test_auto_topic_creation_is_off(bootstrap: str) -> None:
     assert error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._MSG_TIMED_OUT)
 
 
-def _cli(state: Path, *args: str, ports: tuple[int, int]) -> subprocess.CompletedProcess[str]:
+def _cli(state: Path, *args: str, ports: tuple[int, int, int, int]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HEADWATER_STATE_DIR": str(state), "HEADWATER_KAFKA_PORT": str(ports[0]),
-           "HEADWATER_KAFKA_CONTROLLER_PORT": str(ports[1])}
+           "HEADWATER_KAFKA_CONTROLLER_PORT": str(ports[1]), "HEADWATER_REGISTRY_PORT": str(ports[2]),
+           "HEADWATER_GATEWAY_PORT": str(ports[3])}
     return subprocess.run([sys.executable, "-m", "stack", *args], check=False, cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=180)
 
@@ -129,7 +130,7 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 def test_cli_up_writes_env_is_idempotent_and_down_leaves_no_process(tmp_path: Path) -> None:
-    ports = (free_port(), free_port())
+    ports = (free_port(), free_port(), free_port(), free_port())
     up = _cli(tmp_path, "up", ports=ports)
     assert up.returncode == 0, up.stderr
     env = read_env(tmp_path / "stack.env")

@@ -26,7 +26,8 @@ def test_defaults_are_documented_ports(tmp_path: Path) -> None:
     ("HEADWATER_KAFKA_PORT", "abc", "HEADWATER_KAFKA_PORT='abc' is not an integer"),
     ("HEADWATER_KAFKA_PORT", "70000", "HEADWATER_KAFKA_PORT=70000 is outside"),
     ("HEADWATER_EVENTS_PARTITIONS", "0", "HEADWATER_EVENTS_PARTITIONS=0 is outside"),
-    ("HEADWATER_KAFKA_CONTROLLER_PORT", "9092", "must differ"),
+    ("HEADWATER_KAFKA_CONTROLLER_PORT", "9092", "must all differ"),
+    ("HEADWATER_GATEWAY_PORT", "9092", "must all differ"),
 ])
 def test_bad_values_name_the_variable(tmp_path: Path, name: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
