@@ -51,3 +51,21 @@ def stack_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
 @pytest.fixture(scope="session")
 def bootstrap(stack_env: dict[str, str]) -> str:
     return stack_env["KAFKA_BOOTSTRAP"]
+
+
+@pytest.fixture(scope="session")
+def registry_url(stack_env: dict[str, str]) -> str:
+    """The schema registry of the test stack (added by the registry service)."""
+    return stack_env["REGISTRY_URL"]
+
+
+@pytest.fixture(scope="session")
+def gateway_url(stack_env: dict[str, str]) -> str:
+    """The gateway of the test stack (added by the gateway service)."""
+    return stack_env["GATEWAY_URL"]
+
+
+@pytest.fixture(scope="session")
+def write_key(stack_env: dict[str, str]) -> str:
+    """The development write key the stack created for the gateway."""
+    return stack_env["HEADWATER_WRITE_KEY"]
