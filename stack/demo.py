@@ -19,16 +19,17 @@ def main() -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"demo-{run}",
                          "enable.idempotence": True, "acks": "all"})
     producer.init_transactions(30)
-    for outcome in ("committed", "aborted", "committed"):
+    for tx, outcome in enumerate(("committed", "aborted", "committed"), start=1):
         producer.begin_transaction()
         for i in range(3):
-            producer.produce(topic, key=f"node-{i}".encode(), value=f"demo {run} {outcome} #{i}".encode())
+            value = f"demo {run} transaction {tx} ({outcome}) record {i}"
+            producer.produce(topic, key=f"node-{i}".encode(), value=value.encode())
         if outcome == "committed":
             producer.commit_transaction(30)
         else:
             producer.flush(10)
             producer.abort_transaction(30)
-        print(f"produced 3 records in a transaction, then {outcome} it")
+        print(f"transaction {tx}: produced 3 records, then {'committed' if outcome == 'committed' else 'aborted'}")
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-{run}", "enable.auto.commit": False,
                          "isolation.level": "read_committed", "enable.partition.eof": True})

@@ -57,7 +57,7 @@ for pom in stack/maven/*/pom.xml; do
   fi
   say "fetching jars for $name from Maven Central"
   rm -rf "$JARS/$name.tmp"
-  mvn -B -q -f "$pom" org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+  mvn -B -q -Dstyle.color=never -f "$pom" org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$JARS/$name.tmp"
   rm -rf "$JARS/$name"
   mv "$JARS/$name.tmp" "$JARS/$name"

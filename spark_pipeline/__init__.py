@@ -1,0 +1,1 @@
+"""PySpark Structured Streaming pipeline: decode, enrich, deduplicate and aggregate Headwater events."""

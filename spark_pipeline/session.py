@@ -1,0 +1,52 @@
+"""Builds the SparkSession with the Kafka and Avro connector jars that set-up fetched (never downloaded at run time)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_JARS_DIR = REPO_ROOT / ".headwater" / "jars" / "spark"
+
+
+class ConnectorJarsMissing(RuntimeError):
+    """The connector jars are not where set-up puts them."""
+
+
+def connector_jars(jars_dir: Path | None = None) -> list[Path]:
+    """The local connector jars (HEADWATER_SPARK_JARS_DIR or .headwater/jars/spark), sorted."""
+    folder = Path(os.environ.get("HEADWATER_SPARK_JARS_DIR") or jars_dir or DEFAULT_JARS_DIR)
+    jars = sorted(folder.glob("*.jar"))
+    if not any(j.name.startswith("spark-sql-kafka") for j in jars):
+        raise ConnectorJarsMissing(f"no spark-sql-kafka jar in {folder}: run `make setup`")
+    return jars
+
+
+def build_session(app_name: str, master: str | None = None, shuffle_partitions: int | None = None,
+                  extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """A session on `master` (SPARK_MASTER, default local[2]) with the connector jars on its classpath.
+
+    On a cluster the same local jar paths are shipped to the executors by `spark.jars`.
+    """
+    # Executors' Python workers must use this interpreter (the virtualenv's), or they miss pyarrow & co.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    master = master or os.environ.get("SPARK_MASTER", "local[2]")
+    partitions = shuffle_partitions or int(os.environ.get("SPARK_SHUFFLE_PARTITIONS", "2"))
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master)
+        .config("spark.jars", ",".join(str(j) for j in connector_jars()))
+        .config("spark.sql.shuffle.partitions", str(partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", os.environ.get("SPARK_UI_ENABLED", "false"))
+        .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "1g"))
+        .config("spark.sql.streaming.stateStore.providerClass",
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    )
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
