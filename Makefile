@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean
+.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed
 
 setup:
 	@bash stack/setup.sh
@@ -26,6 +26,8 @@ demo: setup
 lint: setup
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/mypy .
+	@$(VENV)/bin/ruff check sdk-python
+	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/src
 
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
 test: setup lint
@@ -40,5 +42,28 @@ test-integration: setup
 test-spark: setup
 	@$(PY) -m pytest -m spark $(PYTEST_ARGS)
 
+# Not a test: starts a private stack on free ports, prints the gateway's figures and one JSON line at the end.
+bench: setup
+	@$(PY) -m gateway.bench
+
 clean: down
 	rm -rf .headwater/data .headwater/logs .headwater/run
+
+# Load test against the running stack (loadtest/README.md): NODES distinct nodes, each sending RATE events/s in
+# batches of BATCH events, multiplexed over USERS connections, for DURATION seconds; then the reconciliation.
+NODES ?= 100000
+RATE ?= 0.037
+BATCH ?= 10
+USERS ?= 250
+DURATION ?= 270
+SHAPE ?= soak
+WORKERS ?= 2
+STACK_ENV ?= .headwater/stack.env
+LOADTEST_ARGS = --nodes $(NODES) --rate $(RATE) --batch $(BATCH) --users $(USERS) --duration $(DURATION) \
+	--shape $(SHAPE) --stack-env $(STACK_ENV)
+
+loadtest: setup
+	@$(PY) -m loadtest.run $(LOADTEST_ARGS)
+
+loadtest-distributed: setup
+	@$(PY) -m loadtest.run $(LOADTEST_ARGS) --workers $(WORKERS)

@@ -42,10 +42,15 @@ def build_session(app_name: str, master: str | None = None, shuffle_partitions: 
         .config("spark.jars", ",".join(str(j) for j in connector_jars()))
         .config("spark.sql.shuffle.partitions", str(partitions))
         .config("spark.sql.session.timeZone", "UTC")
+        # Kafka headers become a map (decode.header); a repeated key keeps its last value instead of failing.
+        .config("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
         .config("spark.ui.enabled", os.environ.get("SPARK_UI_ENABLED", "false"))
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "1g"))
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        # Commit a micro-batch's state by appending a changelog instead of uploading a snapshot of RocksDB.
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
     )
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)

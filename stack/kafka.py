@@ -71,8 +71,15 @@ def render_properties(props: dict[str, str]) -> str:
 
 
 def kafka_cluster_id() -> str:
-    """A cluster id in Kafka's own format (Uuid.toString: url-safe base64 of 16 bytes, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A cluster id in Kafka's own format (Uuid.toString: url-safe base64 of 16 bytes, no padding).
+
+    Like Kafka's Uuid.randomUuid, never one starting with '-': the storage tool would read it as an option
+    (1 start in 64 failed to format before this rule).
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 class KafkaBroker:

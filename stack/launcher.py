@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from schemas.catalog import CatalogError, load_catalog
+from schemas.client import RegistryClient, RegistryClientError, register_catalog
 from stack.config import StackConfig
 from stack.envfile import write_env
 from stack.kafka import KafkaBroker
-from stack.services import services
+from stack.services import ServiceError, services
 from stack.topics import (
     AGGREGATES_TOPIC,
     DEADLETTER_TOPIC,
@@ -53,8 +55,18 @@ class Stack:
             if service.start(self.cfg, env):
                 started.append(service.name)
             env.update(service.endpoints)
+            if service.name == "registry":
+                self.register_schemas(env["REGISTRY_URL"])
         write_env(self.cfg.env_file, env)
         return UpReport(env, started, created, time.monotonic() - t0)
+
+    def register_schemas(self, registry_url: str) -> None:
+        """Set each subject's compatibility and register every schema of schemas/ (idempotent), so the
+        services started after the registry (the gateway) find them."""
+        try:
+            register_catalog(RegistryClient(registry_url), load_catalog())
+        except (RegistryClientError, CatalogError) as exc:
+            raise ServiceError(f"registering schemas/ at {registry_url} failed: {exc}") from exc
 
     def down(self) -> list[str]:
         stopped = [s.name for s in reversed(services(self.cfg)) if s.process(self.cfg).stop()]

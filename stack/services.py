@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from stack.config import REPO_ROOT, StackConfig
@@ -75,6 +77,68 @@ def _base_env() -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
+def registry_service(cfg: StackConfig) -> HttpService:
+    """The schema registry (`registry/`): stores schemas in the _schemas topic, ready once it has replayed it."""
+    return HttpService(
+        name="registry", module="registry", port=cfg.registry_port, ready_path="/ready",
+        endpoints={"REGISTRY_URL": f"http://127.0.0.1:{cfg.registry_port}"},
+        env={"REGISTRY_HOST": "127.0.0.1", "REGISTRY_PORT": str(cfg.registry_port)},
+    )
+
+
+def dev_write_key(cfg: StackConfig) -> str:
+    """The stack's development write key, created once in <state>/gateway/dev-write-key (mode 0600).
+
+    Only its SHA-256 reaches the gateway (HEADWATER_GATEWAY_WRITE_KEYS); the key itself goes to stack.env.
+    """
+    path = cfg.state_dir / "gateway" / "dev-write-key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("hw_" + secrets.token_urlsafe(32) + "\n")
+        tmp.chmod(0o600)
+        os.replace(tmp, path)
+    return path.read_text().strip()
+
+
+class _Lazy(Mapping[str, str]):
+    """A mapping computed on first use, so that `down` and `status` (which never read a service's env or
+    endpoints) do not create the development key as a side effect."""
+
+    def __init__(self, make: Callable[[], dict[str, str]]) -> None:
+        self._make = make
+        self._value: dict[str, str] | None = None
+
+    def _get(self) -> dict[str, str]:
+        if self._value is None:
+            self._value = self._make()
+        return self._value
+
+    def __getitem__(self, key: str) -> str:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
+def gateway_service(cfg: StackConfig) -> HttpService:
+    """The ingestion gateway (`gateway/`): ready once its producer and schema cache are."""
+    def env() -> dict[str, str]:
+        digest = hashlib.sha256(dev_write_key(cfg).encode()).hexdigest()
+        return {"HEADWATER_GATEWAY_HOST": "127.0.0.1", "HEADWATER_GATEWAY_PORT": str(cfg.gateway_port),
+                "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{digest}",
+                "HEADWATER_GATEWAY_WORKERS": os.environ.get("HEADWATER_GATEWAY_WORKERS", "2")}
+
+    def endpoints() -> dict[str, str]:
+        return {"GATEWAY_URL": f"http://127.0.0.1:{cfg.gateway_port}", "HEADWATER_WRITE_KEY": dev_write_key(cfg)}
+
+    return HttpService(name="gateway", module="gateway", port=cfg.gateway_port, ready_path="/readyz",
+                       endpoints=_Lazy(endpoints), env=_Lazy(env))
+
+
 def services(cfg: StackConfig) -> list[HttpService]:
     """The services `up` starts after Kafka, in order (`down` stops them in reverse order)."""
-    return []
+    return [registry_service(cfg), gateway_service(cfg)]

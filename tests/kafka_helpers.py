@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 
 def consume_all(bootstrap: str, topic: str, isolation: str = "read_committed", expected_at_least: int = 0,
-                timeout_s: float = 20.0) -> list[Message]:
-    """Every record of `topic` from offset 0 to the end (and at least `expected_at_least`, within the timeout)."""
+                timeout_s: float = 20.0, *, start: Mapping[int, int] | None = None) -> list[Message]:
+    """Every record of `topic` from `start` (partition -> offset; default 0) to the end, and at least
+    `expected_at_least` records, within the timeout. Tests pass `start=end_offsets(...)` taken before they
+    write, so they read only their own era of a topic that other tests fill too."""
     consumer = Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"t-{uuid.uuid4()}", "auto.offset.reset": "earliest",
         "enable.auto.commit": False, "isolation.level": isolation, "enable.partition.eof": True,
     })
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        consumer.assign([TopicPartition(topic, p, (start or {}).get(p, 0)) for p in partitions])
         records: list[Message] = []
         eof: set[int] = set()
         deadline = time.monotonic() + timeout_s

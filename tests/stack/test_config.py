@@ -61,8 +61,9 @@ def test_topic_specs(tmp_path: Path) -> None:
     assert specs[DEADLETTER_TOPIC].config["cleanup.policy"] == "delete"
 
 
-def test_cluster_id_has_kafkas_uuid_format() -> None:
-    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", kafka_cluster_id())
+def test_cluster_id_has_kafkas_uuid_format_and_never_looks_like_an_option() -> None:
+    ids = [kafka_cluster_id() for _ in range(2000)]  # P(no id would start with '-') = (63/64)^2000 ~ 1e-14
+    assert all(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}", i) for i in ids)
 
 
 def test_env_file_round_trip(tmp_path: Path) -> None:

@@ -1,0 +1,1 @@
+"""Headwater's ingestion gateway: authenticated, validated, transactional batch ingestion into Kafka."""

@@ -1,0 +1,94 @@
+"""`python -m gateway`: start HEADWATER_GATEWAY_WORKERS worker processes on one port and supervise them."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from gateway.config import ConfigError, GatewayConfig
+from gateway.logs import setup_logging
+
+log = logging.getLogger("gateway.supervisor")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gateway", description=__doc__)
+    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    try:
+        cfg = GatewayConfig.from_env()
+    except ConfigError as exc:
+        print(f"gateway: {exc}", file=sys.stderr)
+        return 2
+    if args.worker is not None or cfg.workers == 1:
+        from gateway.server import run_worker  # noqa: PLC0415 - after PROMETHEUS_MULTIPROC_DIR is final
+
+        worker = args.worker or 0
+        setup_logging(cfg.log_level, worker)
+        run_worker(cfg, worker, supervised=args.worker is not None)
+        return 0
+    setup_logging(cfg.log_level, -1)
+    return supervise(cfg)
+
+
+def supervise(cfg: GatewayConfig) -> int:
+    """Start the workers, restart any that dies, forward SIGTERM/SIGINT and wait for them within the deadline."""
+    metrics_dir = tempfile.mkdtemp(prefix="headwater-gateway-metrics-")
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}
+    stopping = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    def spawn(i: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", "gateway", "--worker", str(i)], env=env)
+
+    workers = {i: spawn(i) for i in range(cfg.workers)}
+    log.info("started workers", extra={"fields": {"pids": [p.pid for p in workers.values()]}})
+    try:
+        while not stopping:
+            time.sleep(0.2)
+            for i, proc in list(workers.items()):
+                if proc.poll() is not None and not stopping:
+                    log.warning("worker exited; restarting", extra={"fields": {"worker": i, "rc": proc.returncode}})
+                    _mark_dead(proc.pid, metrics_dir)
+                    time.sleep(1.0)
+                    workers[i] = spawn(i)
+        for proc in workers.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + cfg.shutdown_timeout_s + 5
+        for proc in workers.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.error("worker missed the shutdown deadline; killing", extra={"fields": {"pid": proc.pid}})
+                proc.kill()
+                proc.wait()
+    finally:
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+    log.info("all workers stopped")
+    return 0
+
+
+def _mark_dead(pid: int, metrics_dir: str) -> None:
+    """Drop a dead worker's live gauges. The supervisor's own environment has no PROMETHEUS_MULTIPROC_DIR
+    (only the workers get it), so the directory is passed explicitly."""
+    from prometheus_client import multiprocess  # noqa: PLC0415
+
+    multiprocess.mark_process_dead(pid, metrics_dir)  # type: ignore[no-untyped-call]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Builds the aiohttp application of one worker: routes, middlewares, and every resource in a cleanup context."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from gateway import handlers
+from gateway.commit import CommitSettings, GroupCommitter
+from gateway.config import GatewayConfig
+from gateway.connections import ConnectionRecycler
+from gateway.handlers import GATEWAY, Gateway
+from gateway.limits import CommittedBatches, InFlight, SourceRates
+from gateway.metrics import CommitMetrics
+from gateway.middleware import make_middlewares
+from gateway.producer import ProducerFactory, confluent_factory, kafka_config
+from gateway.registry import HttpRegistry, SchemaCache, SchemaSource
+from gateway.schemas import Route, load_routes
+
+log = logging.getLogger("gateway.app")
+
+
+def commit_settings(cfg: GatewayConfig) -> CommitSettings:
+    return CommitSettings(window_s=cfg.commit_window_ms / 1000, max_records=cfg.commit_max_records,
+                          commit_timeout_s=cfg.delivery_timeout_s, init_timeout_s=cfg.delivery_timeout_s,
+                          retry_after_s=cfg.retry_after_s)
+
+
+def build_app(cfg: GatewayConfig, worker: int = 0, *, routes: dict[str, Route] | None = None,
+              source: SchemaSource | None = None, factory: ProducerFactory | None = None) -> web.Application:
+    """The worker's app; `routes`, `source` and `factory` replace the catalog, registry and Kafka in tests."""
+    routes = load_routes() if routes is None else routes
+    registry = HttpRegistry(cfg.registry_url, cfg.registry_timeout_s) if source is None else None
+    cache = SchemaCache(routes, registry if registry is not None else source)  # type: ignore[arg-type]
+    if factory is None:
+        tx_id = f"{cfg.transactional_id_prefix}-{worker}"
+        factory = confluent_factory(kafka_config(cfg.bootstrap, tx_id, cfg.delivery_timeout_s,
+                                                 cfg.transaction_timeout_s))
+    committer = GroupCommitter(factory, commit_settings(cfg), CommitMetrics())
+    gw = Gateway(cfg, cache, committer,
+                 InFlight(cfg.limits.max_inflight_events, cfg.limits.max_inflight_bytes, cfg.retry_after_s),
+                 CommittedBatches(cfg.dedup_cache_size), SourceRates(cfg.limits.source_events_per_s))
+    recycler = ConnectionRecycler(cfg.conn_max_age_s, cfg.conn_max_requests, cfg.conn_jitter)
+    app = web.Application(middlewares=make_middlewares(recycler), client_max_size=cfg.limits.max_compressed_bytes)
+    app[GATEWAY] = gw
+    app.router.add_post("/v1/batch", handlers.post_batch)
+    app.router.add_get("/livez", handlers.livez)
+    app.router.add_get("/readyz", handlers.readyz)
+    app.router.add_get("/metrics", handlers.metrics)
+    app.cleanup_ctx.append(_schemas_ctx(registry))
+    app.cleanup_ctx.append(_kafka_ctx)
+    app.on_shutdown.append(_drain)
+    return app
+
+
+def _schemas_ctx(registry: HttpRegistry | None):  # type: ignore[no-untyped-def]
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        gw = app[GATEWAY]
+        await gw.cache.refresh()
+        task = asyncio.create_task(gw.cache.run_refresher(gw.cfg.registry_refresh_s))
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        if registry is not None:
+            await registry.close()
+    return ctx
+
+
+async def _kafka_ctx(app: web.Application) -> AsyncIterator[None]:
+    gw = app[GATEWAY]
+    gw.committer.start()
+    # Serve only once the producer is ready (or after the timeout, then /readyz says not ready).
+    await asyncio.get_running_loop().run_in_executor(None, gw.committer.wait_ready, gw.cfg.delivery_timeout_s * 2)
+    yield
+    # aiohttp has already stopped accepting and waited for in-flight handlers; finish queued transactions.
+    await asyncio.get_running_loop().run_in_executor(None, gw.committer.stop, gw.cfg.shutdown_timeout_s)
+
+
+async def _drain(app: web.Application) -> None:
+    app[GATEWAY].draining = True
+    log.info("draining: no new batches accepted")

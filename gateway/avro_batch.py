@@ -1,0 +1,96 @@
+"""Decodes an Avro batch body (protocol.md section 3, `sdk-specs/batch.avsc`) and reads the envelope prefix of a
+framed event without decoding the rest of it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import fastavro
+
+from gateway.config import Limits
+from gateway.errors import BadRequest, PayloadTooLarge
+
+BATCH_SCHEMA = fastavro.parse_schema(
+    json.loads((Path(__file__).resolve().parent.parent / "sdk-specs" / "batch.avsc").read_text()))
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+@dataclass(frozen=True, slots=True)
+class AvroBatch:
+    batch_id: str
+    sent_at: int
+    sdk_name: str
+    sdk_version: str
+    events: list[bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """The first five fields every event schema starts with (the order the schemas guarantee)."""
+
+    event_id: str
+    event_type: str
+    producer_id: str
+    seq: int
+    node_id: str
+
+
+def decode_avro_batch(body: bytes, limits: Limits) -> AvroBatch:
+    buf = io.BytesIO(body)
+    try:
+        doc: Any = fastavro.schemaless_reader(buf, BATCH_SCHEMA)
+    except Exception as exc:
+        raise BadRequest(f"body is not an Avro batch: {exc!r}", code="invalid_avro_batch") from None
+    if buf.tell() != len(body):
+        raise BadRequest("trailing bytes after the Avro batch", code="invalid_avro_batch")
+    if not _UUID.match(doc["batch_id"]):
+        raise BadRequest("batch_id is not a UUID", code="invalid_envelope")
+    events: list[bytes] = doc["events"]
+    if not events:
+        raise BadRequest("events must hold at least one event", code="invalid_envelope")
+    if len(events) > limits.max_events:
+        raise PayloadTooLarge(f"{len(events)} events exceed the limit of {limits.max_events}", code="too_many_events")
+    for index, event in enumerate(events):
+        if len(event) > limits.max_event_bytes:
+            raise PayloadTooLarge(f"event {index} has {len(event)} bytes, over the limit of {limits.max_event_bytes}",
+                                  code="event_too_large")
+        if len(event) < 5 or event[0] != 0:
+            raise BadRequest(f"event {index} is not in Confluent framing (magic byte 0 + 4-byte schema id)",
+                             code="invalid_framing")
+    return AvroBatch(doc["batch_id"], doc["sent_at"], doc["sdk_name"], doc["sdk_version"], events)
+
+
+def _long(data: bytes, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _string(data: bytes, pos: int) -> tuple[str, int]:
+    size, pos = _long(data, pos)
+    if size < 0 or pos + size > len(data):
+        raise ValueError("string length out of bounds")
+    return data[pos:pos + size].decode(), pos + size
+
+
+def read_envelope(body: bytes) -> Envelope:
+    """event_id, event_type, producer_id, seq, node_id from an Avro event body (IndexError/ValueError if corrupt)."""
+    event_id, pos = _string(body, 0)
+    event_type, pos = _string(body, pos)
+    producer_id, pos = _string(body, pos)
+    seq, pos = _long(body, pos)
+    node_id, pos = _string(body, pos)
+    return Envelope(event_id, event_type, producer_id, seq, node_id)

@@ -1,0 +1,163 @@
+"""The gateway's configuration: one frozen dataclass read once from the environment and validated."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gateway.auth import KeyStore, parse_keys
+
+
+class ConfigError(ValueError):
+    """A gateway environment variable has a value that cannot be used; the message names it."""
+
+
+def _num(env: Mapping[str, str], name: str, default: float, lo: float, hi: float, *, kind: type = int) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not {'an integer' if kind is int else 'a number'}") from None
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name}={value} is outside [{lo}, {hi}]")
+    return float(value) if kind is float else int(value)
+
+
+def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    return int(_num(env, name, default, lo, hi, kind=int))
+
+
+def _float(env: Mapping[str, str], name: str, default: float, lo: float, hi: float) -> float:
+    return _num(env, name, default, lo, hi, kind=float)
+
+
+def _required(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "")
+    if not value:
+        raise ConfigError(f"{name} is not set")
+    return value
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Request limits (protocol.md section 5); over any of them the answer is 413 and nothing is written."""
+
+    max_events: int = 40
+    max_body_bytes: int = 1024 * 1024          # decompressed
+    max_compressed_bytes: int = 1024 * 1024    # as received
+    max_event_bytes: int = 64 * 1024           # one JSON event object or one framed Avro event
+    max_ratio: int = 100                       # decompressed / compressed
+    max_inflight_events: int = 20_000          # per process; beyond: 503
+    max_inflight_bytes: int = 64 * 1024 * 1024  # per process, decompressed; beyond: 503
+    source_events_per_s: float = 0.0           # per write-key source and process; 0 = unlimited; beyond: 429
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    """Everything the gateway reads from its environment; README.md ("Gateway") documents each variable."""
+
+    host: str
+    port: int
+    workers: int
+    bootstrap: str
+    registry_url: str
+    keys: KeyStore
+    deadletter_topic: str = "headwater.deadletter"
+    transactional_id_prefix: str = "headwater-gateway"
+    limits: Limits = field(default_factory=Limits)
+    commit_window_ms: float = 2.0
+    commit_max_records: int = 5000
+    delivery_timeout_s: float = 5.0
+    # A dead worker's open transaction blocks read_committed consumers until the coordinator aborts it after
+    # this long (or until the restarted worker fences it): keep it short.
+    transaction_timeout_s: float = 10.0
+    retry_after_s: int = 1
+    body_timeout_s: float = 10.0
+    idle_timeout_s: float = 15.0
+    conn_max_age_s: float = 300.0
+    conn_max_requests: int = 10_000
+    conn_jitter: float = 0.2
+    shutdown_timeout_s: float = 20.0
+    registry_refresh_s: float = 30.0
+    registry_timeout_s: float = 5.0
+    dedup_cache_size: int = 100_000
+    trusted_proxies: frozenset[str] = frozenset()
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
+        env = os.environ if env is None else env
+        keys = _keys(env)
+        limits = _limits(env)
+        proxies = frozenset(p.strip() for p in env.get("HEADWATER_GATEWAY_TRUSTED_PROXIES", "").split(",")
+                            if p.strip())
+        level = env.get("HEADWATER_GATEWAY_LOG_LEVEL", "INFO").upper()
+        if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise ConfigError(f"HEADWATER_GATEWAY_LOG_LEVEL={level!r} is not DEBUG, INFO, WARNING or ERROR")
+        cfg = cls(
+            host=env.get("HEADWATER_GATEWAY_HOST", "127.0.0.1"),
+            port=_int(env, "HEADWATER_GATEWAY_PORT", 8080, 1, 65535),
+            workers=_int(env, "HEADWATER_GATEWAY_WORKERS", os.cpu_count() or 1, 1, 256),
+            bootstrap=_required(env, "KAFKA_BOOTSTRAP"),
+            registry_url=_required(env, "REGISTRY_URL").rstrip("/"),
+            keys=keys,
+            deadletter_topic=env.get("DEADLETTER_TOPIC", "headwater.deadletter"),
+            transactional_id_prefix=env.get("HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX",
+                                            f"headwater-gateway-{socket.gethostname()}"),
+            limits=limits,
+            commit_window_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_WINDOW_MS", 2.0, 0.0, 1000.0),
+            commit_max_records=_int(env, "HEADWATER_GATEWAY_COMMIT_MAX_RECORDS", 5000, 1, 10**6),
+            delivery_timeout_s=_float(env, "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S", 5.0, 1.0, 300.0),
+            transaction_timeout_s=_float(env, "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S", 10.0, 2.0, 900.0),
+            retry_after_s=_int(env, "HEADWATER_GATEWAY_RETRY_AFTER_S", 1, 1, 3600),
+            body_timeout_s=_float(env, "HEADWATER_GATEWAY_BODY_TIMEOUT_S", 10.0, 0.1, 600.0),
+            idle_timeout_s=_float(env, "HEADWATER_GATEWAY_IDLE_TIMEOUT_S", 15.0, 0.1, 3600.0),
+            conn_max_age_s=_float(env, "HEADWATER_GATEWAY_CONN_MAX_AGE_S", 300.0, 1.0, 86400.0),
+            conn_max_requests=_int(env, "HEADWATER_GATEWAY_CONN_MAX_REQUESTS", 10_000, 1, 10**9),
+            conn_jitter=_float(env, "HEADWATER_GATEWAY_CONN_JITTER", 0.2, 0.0, 0.9),
+            shutdown_timeout_s=_float(env, "HEADWATER_GATEWAY_SHUTDOWN_TIMEOUT_S", 20.0, 0.5, 600.0),
+            registry_refresh_s=_float(env, "HEADWATER_GATEWAY_REGISTRY_REFRESH_S", 30.0, 0.5, 86400.0),
+            registry_timeout_s=_float(env, "HEADWATER_GATEWAY_REGISTRY_TIMEOUT_S", 5.0, 0.1, 120.0),
+            dedup_cache_size=_int(env, "HEADWATER_GATEWAY_DEDUP_CACHE_SIZE", 100_000, 0, 10**8),
+            trusted_proxies=proxies,
+            log_level=level,
+        )
+        if cfg.delivery_timeout_s >= cfg.transaction_timeout_s:
+            raise ConfigError("HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S must be below "
+                              "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S")
+        return cfg
+
+
+def _keys(env: Mapping[str, str]) -> KeyStore:
+    keys_raw = env.get("HEADWATER_GATEWAY_WRITE_KEYS", "")
+    keys_file = env.get("HEADWATER_GATEWAY_WRITE_KEYS_FILE", "")
+    if keys_file:
+        try:
+            keys_raw = ",".join(filter(None, [keys_raw, Path(keys_file).read_text().replace("\n", ",")]))
+        except OSError as exc:
+            raise ConfigError(f"HEADWATER_GATEWAY_WRITE_KEYS_FILE={keys_file!r}: {exc}") from None
+    try:
+        keys = parse_keys(keys_raw)
+    except ValueError as exc:
+        raise ConfigError(f"HEADWATER_GATEWAY_WRITE_KEYS: {exc}") from None
+    if not keys.sources():
+        raise ConfigError("HEADWATER_GATEWAY_WRITE_KEYS (or _FILE) holds no write key")
+    return keys
+
+
+def _limits(env: Mapping[str, str]) -> Limits:
+    return Limits(
+        max_events=_int(env, "HEADWATER_GATEWAY_MAX_EVENTS", 40, 1, 100_000),
+        max_body_bytes=_int(env, "HEADWATER_GATEWAY_MAX_BODY_BYTES", 1 << 20, 1024, 1 << 30),
+        max_compressed_bytes=_int(env, "HEADWATER_GATEWAY_MAX_COMPRESSED_BYTES", 1 << 20, 1024, 1 << 30),
+        max_event_bytes=_int(env, "HEADWATER_GATEWAY_MAX_EVENT_BYTES", 64 << 10, 256, 1 << 20),
+        max_ratio=_int(env, "HEADWATER_GATEWAY_MAX_RATIO", 100, 1, 100_000),
+        max_inflight_events=_int(env, "HEADWATER_GATEWAY_MAX_INFLIGHT_EVENTS", 20_000, 1, 10**8),
+        max_inflight_bytes=_int(env, "HEADWATER_GATEWAY_MAX_INFLIGHT_BYTES", 64 << 20, 1 << 16, 1 << 40),
+        source_events_per_s=_float(env, "HEADWATER_GATEWAY_SOURCE_EVENTS_PER_S", 0.0, 0.0, 1e9),
+    )

@@ -1,0 +1,174 @@
+"""HTTP handlers: `POST /v1/batch` (auth -> read -> decompress -> decode -> validate -> commit) and operations."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from gateway import metrics as m
+from gateway.avro_batch import decode_avro_batch
+from gateway.body import content_encoding, decompress, read_body
+from gateway.commit import GroupCommitter
+from gateway.config import GatewayConfig
+from gateway.connections import client_ip
+from gateway.errors import RegistryUnavailable, ShuttingDown, UnsupportedMedia
+from gateway.ingest import Plan, avro_misses, json_misses, plan_avro, plan_json
+from gateway.limits import CommittedBatches, InFlight, SourceRates
+from gateway.records import RequestMeta
+from gateway.registry import SchemaCache
+from gateway.wire import decode_json_batch
+
+log = logging.getLogger("gateway.http")
+JSON_TYPE = "application/json"
+AVRO_TYPE = "application/vnd.headwater.batch+avro"
+
+
+@dataclass
+class Gateway:
+    """The state one worker process shares between requests."""
+
+    cfg: GatewayConfig
+    cache: SchemaCache
+    committer: GroupCommitter
+    inflight: InFlight
+    committed: CommittedBatches
+    rates: SourceRates
+    draining: bool = False
+    # (source, batch_id) of batches being processed, so that a concurrent retry waits for the first attempt.
+    running: dict[tuple[str, str], asyncio.Future[None]] = field(default_factory=dict)
+
+
+GATEWAY = web.AppKey("gateway", Gateway)
+SOURCE = web.RequestKey("source", str)
+BATCH_ID = web.RequestKey("batch_id", str)
+
+
+def _media(content_type: str) -> str:
+    if content_type == JSON_TYPE:
+        return "json"
+    if content_type == AVRO_TYPE:
+        return "avro"
+    raise UnsupportedMedia(f"Content-Type {content_type!r} is not {JSON_TYPE} or {AVRO_TYPE}")
+
+
+async def post_batch(request: web.Request) -> web.Response:
+    gw = request.app[GATEWAY]
+    if gw.draining:
+        raise ShuttingDown("shutting down", retry_after=gw.cfg.retry_after_s)
+    source = gw.cfg.keys.authenticate(request.headers.get("Authorization"))
+    request[SOURCE] = source
+    kind = _media(request.content_type)
+    encoding = content_encoding(request.headers.get("Content-Encoding"))
+    limits = gw.cfg.limits
+    reserved = min(request.content_length or limits.max_compressed_bytes, limits.max_compressed_bytes)
+    gw.inflight.admit_bytes(reserved)
+    try:
+        t0 = time.perf_counter()
+        raw = await read_body(request.content, request.content_length, limits, gw.cfg.body_timeout_s)
+        body = decompress(raw, encoding, limits)
+        m.BYTES_IN.labels("wire").inc(len(raw))
+        m.BYTES_IN.labels("decompressed").inc(len(body))
+        m.BODY_BYTES.observe(len(body))
+        m.STAGE_SECONDS.labels("read").observe(time.perf_counter() - t0)
+        gw.inflight.release_bytes(reserved)
+        reserved = 0
+        held = len(raw) + len(body)  # what this request now holds, decompressed included
+        gw.inflight.admit_bytes(held)
+        reserved = held
+        return await _ingest(request, gw, source, kind, body)
+    finally:
+        gw.inflight.release_bytes(reserved)
+
+
+async def _ingest(request: web.Request, gw: Gateway, source: str, kind: str, body: bytes) -> web.Response:
+    t0 = time.perf_counter()
+    if kind == "json":
+        batch, events = decode_json_batch(body, gw.cfg.limits)
+        batch_id, count = batch.batch_id, len(events)
+    else:
+        avro = decode_avro_batch(body, gw.cfg.limits)
+        batch_id, count = avro.batch_id, len(avro.events)
+    request[BATCH_ID] = batch_id
+    running = gw.running.get((source, batch_id))
+    if running is not None:  # a retry while the first attempt is still in flight: wait for its outcome
+        await asyncio.shield(running)
+    cached = gw.committed.get(source, batch_id)
+    if cached is not None:
+        m.DEDUP_HITS.inc()
+        return web.json_response(cached[1], status=cached[0], headers={"X-Headwater-Replayed": "true"})
+    m.BATCH_EVENTS.observe(count)
+    gw.rates.admit(source, count)
+    gw.inflight.admit_events(count)
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    gw.running[(source, batch_id)] = done
+    try:
+        meta = RequestMeta.make(batch_id, int(time.time() * 1000), source,
+                                client_ip(request, gw.cfg.trusted_proxies), request.headers.get("User-Agent", ""))
+        if kind == "json":
+            await _fetch([gw.cache.fetch_version(gw.cache.routes[t], v) for t, v in json_misses(events, gw.cache)])
+            plan = plan_json(batch, events, gw.cache, meta, gw.cfg.deadletter_topic)
+        else:
+            await _fetch([gw.cache.fetch_id(i) for i in avro_misses(avro.events, gw.cache)])
+            plan = plan_avro(avro.events, gw.cache, meta, gw.cfg.deadletter_topic)
+        t1 = time.perf_counter()
+        m.STAGE_SECONDS.labels("validate").observe(t1 - t0)
+        await gw.committer.commit(plan.records)
+        m.STAGE_SECONDS.labels("commit").observe(time.perf_counter() - t1)
+        return _answer(gw, source, batch_id, kind, plan)
+    finally:
+        gw.inflight.release_events(count)
+        if gw.running.get((source, batch_id)) is done:
+            del gw.running[(source, batch_id)]
+        done.set_result(None)
+
+
+async def _fetch(loads: list[Any]) -> None:
+    """Load the schemas this batch needs and the cache misses, concurrently; any failure is a 503."""
+    if not loads:
+        return
+    try:
+        await asyncio.gather(*loads)
+    except RegistryUnavailable:
+        raise
+    except Exception as exc:
+        raise RegistryUnavailable(f"schema lookup failed: {exc!r}") from None
+
+
+def _answer(gw: Gateway, source: str, batch_id: str, kind: str, plan: Plan) -> web.Response:
+    body = {
+        "batch_id": batch_id,
+        "accepted": plan.accepted,
+        "rejected": [{"index": r.index, "code": r.code, "message": r.message} for r in plan.rejected],
+    }
+    status = 200 if plan.accepted else 422
+    gw.committed.put(source, batch_id, status, body)
+    m.EVENTS.labels("accepted", kind).inc(plan.accepted)
+    if plan.rejected:
+        m.EVENTS.labels("rejected", kind).inc(len(plan.rejected))
+        for r in plan.rejected:
+            m.REJECTIONS.labels(r.code).inc()
+    return web.json_response(body, status=status)
+
+
+async def livez(request: web.Request) -> web.Response:
+    return web.json_response({"status": "alive"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    gw = request.app[GATEWAY]
+    kafka = await asyncio.get_running_loop().run_in_executor(None, gw.committer.reachable, 1.0)
+    checks = {"kafka": kafka, "registry": gw.cache.healthy, "accepting": not gw.draining}
+    ok = all(checks.values())
+    return web.json_response({"status": "ready" if ok else "not_ready", "checks": checks}, status=200 if ok else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    gw = request.app[GATEWAY]
+    m.PRODUCER_QUEUE.set(gw.committer.queued())
+    data, content_type = m.render()
+    return web.Response(body=data, headers={"Content-Type": content_type})

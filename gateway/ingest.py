@@ -1,0 +1,168 @@
+"""Turns a decoded batch into the Kafka records of one transaction: valid events encoded to their topic, each
+invalid one rejected with a stable code and dead-lettered. Pure: no I/O, schemas come from the cache.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+import msgspec
+
+from gateway.avro_batch import read_envelope
+from gateway.errors import BadRequest
+from gateway.records import KafkaRecord, Rejection, RequestMeta, SchemaRef, dead_letter, event_headers, frame
+from gateway.registry import SchemaCache
+from gateway.schemas import CompiledSchema
+from gateway.wire import WireBatch, WireEvent
+
+_NO_SCHEMA = SchemaRef(None, None, None)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass
+class Plan:
+    """The records of one batch (events and dead letters, in batch order) and the answer's counts."""
+
+    records: list[KafkaRecord] = field(default_factory=list)
+    accepted: int = 0
+    rejected: list[Rejection] = field(default_factory=list)
+
+
+def json_misses(events: list[WireEvent], cache: SchemaCache) -> set[tuple[str, int | None]]:
+    """(event type, version) pairs this batch needs that the cache does not hold (and did not miss recently)."""
+    misses: set[tuple[str, int | None]] = set()
+    for ev in events:
+        route = cache.routes.get(ev.event_type)
+        if (route is not None and cache.by_version(route, ev.schema_version) is None
+                and not cache.known_missing((route.subject, ev.schema_version or 0))):
+            misses.add((ev.event_type, ev.schema_version))
+    return misses
+
+
+def plan_json(batch: WireBatch, events: list[WireEvent], cache: SchemaCache, meta: RequestMeta,
+              deadletter_topic: str) -> Plan:
+    plan = Plan()
+    for index, ev in enumerate(events):
+        key = ev.partition_key if ev.partition_key is not None else ev.node_id
+        route = cache.routes.get(ev.event_type)
+        schema = cache.by_version(route, ev.schema_version) if route is not None else None
+        if route is None:
+            rej, ref = Rejection(index, "unknown_event_type", f"unknown event type {ev.event_type!r}"), _NO_SCHEMA
+        elif schema is None:
+            what = f"version {ev.schema_version}" if ev.schema_version else "a registered version"
+            rej = Rejection(index, "unknown_schema_version", f"subject {route.subject} has no {what}")
+            ref = SchemaRef(route.subject, ev.schema_version, None)
+        else:
+            ref = SchemaRef(route.subject, schema.version, schema.schema_id)
+            value_or_rej = _encode_json_event(index, batch, ev, schema, meta)
+            if isinstance(value_or_rej, bytes):
+                plan.records.append(KafkaRecord(route.topic, key.encode(), value_or_rej,
+                                                event_headers(meta, ev.event_id, ev.producer_id)))
+                plan.accepted += 1
+                continue
+            rej = value_or_rej
+        plan.rejected.append(rej)
+        plan.records.append(dead_letter(deadletter_topic, meta, rej, bytes(batch.events[index]), is_json=True,
+                                        schema=ref, key=key, event_id=ev.event_id, event_type=ev.event_type,
+                                        producer_id=ev.producer_id))
+    return plan
+
+
+def _encode_json_event(index: int, batch: WireBatch, ev: WireEvent, schema: CompiledSchema,
+                       meta: RequestMeta) -> bytes | Rejection:
+    try:
+        props = schema.properties_decoder.decode(ev.properties)
+    except msgspec.ValidationError as exc:
+        _raise_if_unrepresentable(index, ev.properties)
+        return Rejection(index, "invalid_properties", str(exc))
+    except msgspec.DecodeError as exc:  # pragma: no cover - the batch decode already checked the syntax
+        raise BadRequest(f"event {index}: {exc}", code="invalid_json") from None
+    except RecursionError:
+        raise BadRequest(f"event {index}: JSON nested too deeply", code="too_deep") from None
+    record = {
+        "event_id": ev.event_id, "event_type": ev.event_type, "producer_id": ev.producer_id, "seq": ev.seq,
+        "node_id": ev.node_id, "created_at": ev.created_at, "sent_at": batch.sent_at,
+        "received_at": meta.received_at, "sdk_name": batch.sdk.name, "sdk_version": batch.sdk.version,
+        "context": ev.context, "properties": msgspec.to_builtins(props, builtin_types=(bytes,)),
+    }
+    buf = io.BytesIO()
+    buf.write(frame(schema.schema_id, b""))
+    try:
+        fastavro.schemaless_writer(buf, schema.parsed, record)
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+        return Rejection(index, "invalid_properties", f"does not match the schema: {exc}")
+    return buf.getvalue()
+
+
+def _raise_if_unrepresentable(index: int, raw: msgspec.Raw) -> None:
+    """Numbers no schema can hold (beyond 64 bits, or overflowing a double) fail the whole request (400)."""
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.ValidationError:
+        raise BadRequest(f"event {index}: number out of range", code="invalid_number") from None
+    except RecursionError:
+        raise BadRequest(f"event {index}: JSON nested too deeply", code="too_deep") from None
+    if _has_huge_int(value):
+        raise BadRequest(f"event {index}: integer beyond 64 bits", code="invalid_number")
+
+
+def _has_huge_int(value: Any) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return not _INT64[0] <= value <= _INT64[1]
+    if isinstance(value, dict):
+        return any(_has_huge_int(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_huge_int(v) for v in value)
+    return False
+
+
+def avro_misses(events: list[bytes], cache: SchemaCache) -> set[int]:
+    """Schema ids this Avro batch names that the cache does not hold."""
+    ids = {int.from_bytes(e[1:5], "big") for e in events}
+    return {i for i in ids if cache.by_id(i) is None and not cache.known_missing(i)}
+
+
+def plan_avro(events: list[bytes], cache: SchemaCache, meta: RequestMeta, deadletter_topic: str) -> Plan:
+    plan = Plan()
+    for index, framed in enumerate(events):
+        schema_id = int.from_bytes(framed[1:5], "big")
+        schema = cache.by_id(schema_id)
+        env = None
+        if schema is None:
+            rej = Rejection(index, "unknown_schema_id", f"schema id {schema_id} is not an event schema")
+            ref = SchemaRef(None, None, schema_id)
+        else:
+            ref = SchemaRef(schema.route.subject, schema.version, schema_id)
+            env, rej_or_none = _check_avro_event(index, framed, schema)
+            if rej_or_none is None and env is not None:
+                plan.records.append(KafkaRecord(schema.route.topic, env.node_id.encode(), framed,
+                                                event_headers(meta, env.event_id, env.producer_id)))
+                plan.accepted += 1
+                continue
+            rej = rej_or_none or Rejection(index, "invalid_avro", "unreadable event")
+        plan.rejected.append(rej)
+        plan.records.append(dead_letter(
+            deadletter_topic, meta, rej, framed, is_json=False, schema=ref, key=env.node_id if env else "",
+            event_id=env.event_id if env else None, event_type=env.event_type if env else None,
+            producer_id=env.producer_id if env else None))
+    return plan
+
+
+def _check_avro_event(index: int, framed: bytes, schema: CompiledSchema) -> tuple[Any, Rejection | None]:
+    body = framed[5:]
+    try:
+        env = read_envelope(body)
+        buf = io.BytesIO(body)
+        fastavro.schemaless_reader(buf, schema.parsed, schema.skip_reader)
+    except Exception as exc:
+        return None, Rejection(index, "invalid_avro", f"not readable with schema id {schema.schema_id}: {exc!r}")
+    if buf.tell() != len(body):
+        return env, Rejection(index, "invalid_avro", f"{len(body) - buf.tell()} trailing bytes after the record")
+    if env.event_type != schema.route.event_type:
+        return env, Rejection(index, "event_type_mismatch",
+                              f"event_type {env.event_type!r} but schema id {schema.schema_id} is "
+                              f"{schema.route.event_type!r}")
+    return env, None

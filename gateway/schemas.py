@@ -1,0 +1,79 @@
+"""Event routes (event type -> subject and topic, from the schema catalog) and compiled writer schemas."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+import msgspec
+
+from gateway.avro_types import SchemaCompileError, compile_type
+
+EVENTS_NAMESPACE = "headwater.events"
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where events of one type go: their registry subject and their Kafka topic."""
+
+    event_type: str
+    subject: str
+    topic: str
+
+
+@dataclass(frozen=True)
+class CompiledSchema:
+    """One registered version of an event type's schema, ready for the hot path."""
+
+    route: Route
+    schema_id: int
+    version: int | None
+    parsed: Any                    # fastavro's parsed writer schema (for encoding)
+    skip_reader: Any               # fastavro reader schema with no fields: reads = checks, keeps nothing
+    properties_type: Any           # msgspec type of the `properties` field
+    properties_decoder: msgspec.json.Decoder[Any]
+
+
+def load_routes() -> dict[str, Route]:
+    """The catalog's event types (schemas/catalog.py); the one place the gateway reads it."""
+    from schemas.catalog import load_catalog  # noqa: PLC0415 - optional at import time for unit tests
+
+    catalog = load_catalog()
+    return {name: Route(name, et.subject, et.topic) for name, et in catalog.event_types.items()}
+
+
+def record_name(schema: Any) -> str:
+    """The full name of a record schema (`namespace.name`)."""
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        return ""
+    name = str(schema.get("name", ""))
+    namespace = schema.get("namespace")
+    return name if "." in name or not namespace else f"{namespace}.{name}"
+
+
+def compile_schema(route: Route, schema_id: int, version: int | None, schema_text: str) -> CompiledSchema:
+    """Parse and compile a registry schema string; raises SchemaCompileError when it is not usable."""
+    try:
+        schema = json.loads(schema_text)
+        parsed = fastavro.parse_schema(schema)
+    except (ValueError, fastavro.schema.SchemaParseException) as exc:
+        raise SchemaCompileError(f"schema id {schema_id}: {exc}") from None
+    fields = {f["name"]: f for f in schema.get("fields", [])} if isinstance(schema, dict) else {}
+    props = fields.get("properties")
+    props_type = compile_type(props["type"], {}, schema.get("namespace", "")) if props else dict
+    skip = fastavro.parse_schema({"type": "record", "name": record_name(schema), "fields": []})
+    return CompiledSchema(route, schema_id, version, parsed, skip, props_type,
+                          msgspec.json.Decoder(props_type))
+
+
+def event_type_of(schema_text: str) -> str | None:
+    """The event type a registry schema describes (record `headwater.events.<type>`), or None."""
+    try:
+        schema = json.loads(schema_text)
+    except ValueError:
+        return None
+    full = record_name(schema)
+    prefix = EVENTS_NAMESPACE + "."
+    return full[len(prefix):] if full.startswith(prefix) else None

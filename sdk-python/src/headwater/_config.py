@@ -1,0 +1,148 @@
+"""The client's configuration: one frozen, validated dataclass, read once from arguments or the environment.
+
+Every option is also an environment variable named `HEADWATER_<OPTION IN UPPER CASE>` (for example
+`linger_s` -> `HEADWATER_LINGER_S`); `GATEWAY_URL` and `REGISTRY_URL` are accepted as aliases of
+`HEADWATER_ENDPOINT` and `HEADWATER_REGISTRY_URL`. The README lists every option with its default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import socket
+from collections.abc import Mapping
+from typing import Any, Callable
+
+from ._exceptions import ConfigError
+
+QUEUE_POLICIES = ("drop_newest", "drop_oldest", "block", "spill")
+SPOOL_OVERFLOW_POLICIES = ("backpressure", "drop_oldest")
+FSYNC_POLICIES = ("always", "never")
+WIRE_FORMATS = ("json", "avro")
+COMPRESSIONS = ("zstd", "gzip", "identity")
+GATEWAY_MAX_EVENTS = 40  # protocol.md section 5
+ENV_ALIASES = {"endpoint": ("HEADWATER_ENDPOINT", "GATEWAY_URL"),
+               "registry_url": ("HEADWATER_REGISTRY_URL", "REGISTRY_URL")}
+_NOT_FROM_ENV = {"context", "on_delivery", "on_error", "transport"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ClientConfig:
+    """Every option of `Client`; see the README's option table for what each one does."""
+
+    endpoint: str
+    write_key: str
+    spool_dir: str | None = None
+    registry_url: str | None = None
+    wire_format: str = "json"
+    compression: str = "zstd"
+    max_batch_events: int = 40
+    max_batch_bytes: int = 512 * 1024
+    max_event_bytes: int = 64 * 1024
+    linger_s: float = 0.05
+    max_queue_events: int = 10_000
+    queue_policy: str = "drop_newest"
+    block_timeout_s: float = 0.1
+    max_pending_batches: int = 1_000
+    spool_max_bytes: int = 256 * 1024 * 1024
+    spool_overflow: str = "backpressure"
+    spool_fsync: str = "always"
+    request_timeout_s: float = 10.0
+    retry_deadline_s: float = 300.0
+    retry_base_s: float = 0.5
+    retry_max_s: float = 30.0
+    connection_max_age_s: float = 300.0
+    schema_refresh_s: float = 300.0
+    exit_timeout_s: float = 5.0
+    node_id: str = dataclasses.field(default_factory=socket.gethostname)
+    context: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    on_delivery: Callable[..., None] | None = None
+    on_error: Callable[..., None] | None = None
+    transport: Any | None = None
+
+    def __post_init__(self) -> None:
+        _check_url("endpoint", self.endpoint)
+        if not isinstance(self.write_key, str) or not self.write_key:
+            raise ConfigError("write_key (HEADWATER_WRITE_KEY) must be a non-empty string")
+        if self.registry_url is not None:
+            _check_url("registry_url", self.registry_url)
+        _check_choice("wire_format", self.wire_format, WIRE_FORMATS)
+        _check_choice("compression", self.compression, COMPRESSIONS)
+        _check_choice("queue_policy", self.queue_policy, QUEUE_POLICIES)
+        _check_choice("spool_overflow", self.spool_overflow, SPOOL_OVERFLOW_POLICIES)
+        _check_choice("spool_fsync", self.spool_fsync, FSYNC_POLICIES)
+        _check_range("max_batch_events", self.max_batch_events, 1, GATEWAY_MAX_EVENTS)
+        _check_range("max_batch_bytes", self.max_batch_bytes, 1024, 1 << 30)
+        _check_range("max_event_bytes", self.max_event_bytes, 64, self.max_batch_bytes)
+        _check_range("max_queue_events", self.max_queue_events, 1, 1 << 31)
+        _check_range("max_pending_batches", self.max_pending_batches, 1, 1 << 31)
+        _check_range("spool_max_bytes", self.spool_max_bytes, 1024, 1 << 50)
+        for name in ("linger_s", "block_timeout_s", "exit_timeout_s"):
+            _check_range(name, getattr(self, name), 0.0, 86_400.0)
+        for name in ("request_timeout_s", "retry_deadline_s", "retry_base_s", "retry_max_s",
+                     "connection_max_age_s", "schema_refresh_s"):
+            _check_range(name, getattr(self, name), 0.001, 86_400.0 * 365)
+        if self.wire_format == "avro" and self.registry_url is None:
+            raise ConfigError("wire_format 'avro' needs registry_url (HEADWATER_REGISTRY_URL)")
+        if self.queue_policy == "spill" and self.spool_dir is None:
+            raise ConfigError("queue_policy 'spill' needs spool_dir (HEADWATER_SPOOL_DIR)")
+        if not isinstance(self.node_id, str) or not self.node_id:
+            raise ConfigError("node_id (HEADWATER_NODE_ID) must be a non-empty string")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in self.context.items()):
+            raise ConfigError("context must map strings to strings")
+        for name in ("on_delivery", "on_error"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise ConfigError(f"{name} must be callable")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ClientConfig:
+        """Build the config from `environ` (default `os.environ`); keyword arguments win over variables."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name in _NOT_FROM_ENV:
+                continue
+            for var in ENV_ALIASES.get(f.name, (env_name(f.name),)):
+                raw = env.get(var)
+                if raw is not None and raw != "":
+                    values[f.name] = _parse(var, raw, f.type)
+                    break
+        values.update(overrides)
+        for required in ("endpoint", "write_key"):
+            if required not in values:
+                names = " or ".join(ENV_ALIASES.get(required, (env_name(required),)))
+                raise ConfigError(f"{names} is not set")
+        return cls(**values)
+
+
+def env_name(option: str) -> str:
+    """The environment variable of an option: `HEADWATER_` + its name in upper case."""
+    return "HEADWATER_" + option.upper()
+
+
+def _parse(var: str, raw: str, annotation: str | Any) -> Any:
+    kind = str(annotation)
+    try:
+        if kind == "int":
+            return int(raw.replace("_", ""))
+        if kind == "float":
+            return float(raw)
+    except ValueError:
+        raise ConfigError(f"{var}={raw!r} is not a valid {kind}") from None
+    return raw
+
+
+def _check_url(name: str, value: object) -> None:
+    if not isinstance(value, str) or not re.match(r"^https?://[^/\s]+", value):
+        raise ConfigError(f"{name} must be an http:// or https:// URL, got {value!r}")
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name} ({env_name(name)}) must be one of {', '.join(choices)}, got {value!r}")
+
+
+def _check_range(name: str, value: object, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ConfigError(f"{name} ({env_name(name)}) must be a number in [{low}, {high}], got {value!r}")

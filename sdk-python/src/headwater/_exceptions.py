@@ -1,0 +1,92 @@
+"""The SDK's exception tree; every error the SDK raises or reports is one of these.
+
+```
+HeadwaterError
+├── ConfigError (also ValueError)          bad option or environment variable; raised by Client()
+│   └── SpoolLockedError                   another live client already owns this spool directory
+├── InvalidEventError (also ValueError)    bad arguments to track(); raised by track()
+└── DeliveryError                          reported to `on_error`, never raised by track()
+    ├── EventsDroppedError                 events dropped, with the reason and the count
+    │   └── ClientClosedError              track() after close(): the event is dropped (`client_closed`)
+    ├── BatchRejectedError                 the gateway refused a whole batch (400, 401, 403, 413, 415)
+    ├── EventRejectedError                 the gateway rejected one event of a batch (listed in 200/422)
+    └── TransportError                     connection error, timeout or retryable status (retried)
+        └── RetryableStatusError           429 / 5xx / unexpected status, with Retry-After when given
+```
+
+`track()` raises only `InvalidEventError` (a bug in the calling code). Transport problems are never raised
+to the caller: they are retried, then reported to the `on_error` callback and counted in `Client.metrics()`.
+"""
+
+from __future__ import annotations
+
+
+class HeadwaterError(Exception):
+    """Base class of every Headwater SDK error."""
+
+
+class ConfigError(HeadwaterError, ValueError):
+    """An option or environment variable has a bad value; the message names it."""
+
+
+class SpoolLockedError(ConfigError):
+    """Another live client (in this or another process) already owns the spool directory."""
+
+
+class InvalidEventError(HeadwaterError, ValueError):
+    """The arguments of `track()` are not a valid event."""
+
+
+class DeliveryError(HeadwaterError):
+    """A problem while delivering events; reported to `on_error`, never raised by `track()`."""
+
+
+class EventsDroppedError(DeliveryError):
+    """Events were dropped before the gateway acknowledged them."""
+
+    def __init__(self, reason: str, count: int, detail: str = "") -> None:
+        super().__init__(f"{count} event(s) dropped: {reason}" + (f" ({detail})" if detail else ""))
+        self.reason = reason
+        self.count = count
+
+
+class ClientClosedError(EventsDroppedError):
+    """`track()` was called after `close()`: the event is dropped and counted as `client_closed`."""
+
+    def __init__(self, count: int = 1) -> None:
+        super().__init__("client_closed", count, "track() after close()")
+
+
+class BatchRejectedError(DeliveryError):
+    """The gateway refused a whole batch with a non-retryable status; its events are not resent."""
+
+    def __init__(self, batch_id: str, status: int, code: str, message: str, count: int) -> None:
+        super().__init__(f"batch {batch_id} ({count} events) rejected: HTTP {status} {code}: {message}")
+        self.batch_id = batch_id
+        self.status = status
+        self.code = code
+        self.count = count
+
+
+class EventRejectedError(DeliveryError):
+    """The gateway rejected one event of a batch (listed in `rejected`); it is never resent."""
+
+    def __init__(self, batch_id: str, event_id: str, seq: int, code: str, message: str) -> None:
+        super().__init__(f"event {event_id} (seq {seq}) of batch {batch_id} rejected: {code}: {message}")
+        self.batch_id = batch_id
+        self.event_id = event_id
+        self.seq = seq
+        self.code = code
+
+
+class TransportError(DeliveryError):
+    """A connection error or timeout: the batch is retried."""
+
+
+class RetryableStatusError(TransportError):
+    """A retryable HTTP status (429, 5xx or unexpected); `retry_after` is the server's delay in seconds."""
+
+    def __init__(self, status: int, retry_after: float | None, message: str = "") -> None:
+        super().__init__(f"HTTP {status}" + (f": {message}" if message else ""))
+        self.status = status
+        self.retry_after = retry_after

@@ -1,0 +1,225 @@
+"""Pending batches between sealing and acknowledgement: the storage protocol and its ordered in-memory base.
+
+Modelled on the OpenTelemetry Collector's persistent queue: batches are appended in seq order, handed to the
+sender one at a time (in flight until acked), acked (deleted) after a 200 or a permanent rejection, released
+back to the front after a retry deadline, or replaced by their halves after a 413. `MemoryStore` keeps
+batches in memory (lost with the process); `DiskSpool` (in `_spool`) keeps them in files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import deque
+from collections.abc import Sequence
+from typing import Callable, Protocol
+
+from ._batcher import Batch
+from ._ids import new_producer_id
+
+DropReporter = Callable[[str, int, str], None]  # (reason, event count, detail)
+
+
+class Store(Protocol):
+    """Where sealed batches wait until the gateway acknowledged or permanently rejected them."""
+
+    producer_id: str
+    next_seq: int
+
+    def wait_for_room(self, timeout: float | None) -> bool:
+        """Wait until another batch fits; False on timeout."""
+
+    def append(self, batch: Batch) -> bool:
+        """Keep `batch` (durably, for a spool); False if the overflow policy dropped it."""
+
+    def next_ready(self, timeout: float) -> Batch | None:
+        """The oldest batch not in flight, now in flight; None if none came within `timeout` seconds."""
+
+    def ack(self, batch: Batch) -> None:
+        """Forget `batch`: delivered or permanently rejected."""
+
+    def release(self, batch: Batch) -> None:
+        """Put an in-flight `batch` back at the front: it will be sent again."""
+
+    def replace(self, batch: Batch, parts: Sequence[Batch]) -> None:
+        """Replace an in-flight `batch` by `parts` (the halves of a split), at the front."""
+
+    def stats(self) -> tuple[int, int, int]:
+        """(pending batches, pending events, bytes held)."""
+
+    def close(self) -> None:
+        """Release resources (files, locks); pending batches stay on disk for a spool."""
+
+
+@dataclasses.dataclass
+class Entry:
+    """One pending batch: its seq range and size, and either the batch itself or the file holding it."""
+
+    batch_id: str
+    first_seq: int
+    last_seq: int
+    count: int
+    nbytes: int
+    batch: Batch | None = None
+    path: str | None = None
+
+
+class OrderedStore:
+    """Pending batches in seq order with bounds and an overflow policy; subclasses decide where bytes live."""
+
+    def __init__(self, max_batches: int, max_bytes: int, overflow: str, report: DropReporter) -> None:
+        self.producer_id = new_producer_id()
+        self.next_seq = 0
+        self._max_batches = max_batches
+        self._max_bytes = max_bytes
+        self._overflow = overflow
+        self._report = report
+        self._entries: deque[Entry] = deque()
+        self._in_flight: Entry | None = None
+        self._bytes = 0
+        self._events = 0
+        self._cond = threading.Condition(threading.Lock())
+        self._stopped = False
+        self._reports: list[tuple[str, int, str]] = []  # drops to report once the lock is released
+        self._typical = 0  # size of the last batch appended: what the next one needs, roughly
+
+    # Hooks for subclasses (called with the lock held).
+    def _persist(self, batch: Batch) -> Entry:
+        return Entry(batch.batch_id, batch.first_seq, batch.last_seq, len(batch.events), batch.nbytes, batch)
+
+    def _load(self, entry: Entry) -> Batch | None:
+        return entry.batch
+
+    def _remove(self, entry: Entry, newest: bool) -> None:
+        """Delete what holds `entry`; `newest` is True when no other pending entry has a later seq."""
+
+    def wait_for_room(self, timeout: float | None) -> bool:
+        """Backpressure: wait until a batch fits (or `drop_oldest` can make room); False on timeout/stop."""
+        with self._cond:
+            if self._overflow == "drop_oldest":
+                return True
+            room = self._cond.wait_for(lambda: not self._full(self._typical) or self._stopped, timeout)
+            return room and not self._stopped
+
+    def append(self, batch: Batch) -> bool:
+        """Keep `batch`; if a bound is reached, drop the oldest idle batch (`drop_oldest`) or refuse it."""
+        stored = False
+        with self._cond:
+            size = batch.nbytes
+            self._typical = size
+            while self._full(size):
+                victim = self._oldest_idle() if self._overflow == "drop_oldest" else None
+                if victim is None:
+                    self._reports.append(("store_full", len(batch.events), f"batch {batch.batch_id} not kept"))
+                    break
+                self._drop(victim, "store_full_oldest")
+            else:
+                self._add(self._persist(batch))
+                self._cond.notify_all()
+                stored = True
+        self._send_reports()
+        return stored
+
+    def _full(self, size: int) -> bool:
+        return bool(self._entries) and (len(self._entries) >= self._max_batches
+                                        or self._bytes + size > self._max_bytes)
+
+    def _oldest_idle(self) -> Entry | None:
+        for entry in self._entries:
+            if entry is not self._in_flight:
+                return entry
+        return None
+
+    def _add(self, entry: Entry, front: bool = False) -> None:
+        if front:
+            self._entries.appendleft(entry)
+        else:
+            self._entries.append(entry)
+        self._bytes += entry.nbytes
+        self._events += entry.count
+
+    def _discard(self, entry: Entry) -> None:
+        newest = bool(self._entries) and self._entries[-1] is entry
+        self._entries.remove(entry)
+        self._bytes -= entry.nbytes
+        self._events -= entry.count
+        if self._in_flight is entry:
+            self._in_flight = None
+        self._remove(entry, newest)
+
+    def _drop(self, entry: Entry, reason: str) -> None:
+        self._discard(entry)
+        self._reports.append((reason, entry.count, f"batch {entry.batch_id}, seq {entry.first_seq}..{entry.last_seq}"))
+
+    def _send_reports(self) -> None:
+        """Report drops outside the lock: a callback may call back into the client (metrics, track)."""
+        with self._cond:
+            reports, self._reports = self._reports, []
+        for reason, count, detail in reports:
+            self._report(reason, count, detail)
+
+    def next_ready(self, timeout: float) -> Batch | None:
+        """The oldest pending batch, marked in flight; entries that cannot be loaded are dropped."""
+        found = None
+        with self._cond:
+            if not self._entries or self._in_flight is not None:
+                self._cond.wait(timeout)
+            while self._entries and self._in_flight is None:
+                entry = self._entries[0]
+                found = self._load(entry)
+                if found is not None:  # else _load quarantined and dropped it
+                    self._in_flight = entry
+                    break
+        self._send_reports()
+        return found
+
+    def _find(self, batch: Batch) -> Entry | None:
+        entry = self._in_flight
+        return entry if entry is not None and entry.batch_id == batch.batch_id else None
+
+    def ack(self, batch: Batch) -> None:
+        """Forget the in-flight `batch`."""
+        with self._cond:
+            entry = self._find(batch)
+            if entry is not None:
+                self._discard(entry)
+            self._cond.notify_all()
+
+    def release(self, batch: Batch) -> None:
+        """Give the in-flight `batch` back: it stays first in line."""
+        with self._cond:
+            if self._find(batch) is not None:
+                self._in_flight = None
+            self._cond.notify_all()
+
+    def replace(self, batch: Batch, parts: Sequence[Batch]) -> None:
+        """Put `parts` first in line (persisted first), then forget the in-flight `batch`."""
+        with self._cond:
+            entry = self._find(batch)
+            new = [self._persist(p) for p in parts]
+            for part in reversed(new):
+                self._add(part, front=True)
+            if entry is not None:
+                self._discard(entry)
+            self._cond.notify_all()
+
+    def stats(self) -> tuple[int, int, int]:
+        """(pending batches, pending events, bytes held)."""
+        with self._cond:
+            return len(self._entries), self._events, self._bytes
+
+    def wake(self) -> None:
+        """Wake every thread waiting in `next_ready` or `wait_for_room` (used at close)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Nothing to release in memory."""
+
+
+class MemoryStore(OrderedStore):
+    """Pending batches in memory, bounded by a batch count: lost if the process dies."""
+
+    def __init__(self, max_batches: int, overflow: str, report: DropReporter) -> None:
+        super().__init__(max_batches, 1 << 62, overflow, report)

@@ -1,0 +1,121 @@
+"""The transport seam: a small Protocol, the urllib3 keep-alive transport, and an in-memory fake for tests.
+
+urllib3 is the HTTP client: it is what `requests` is built on (so nearly every Python service already has
+it), it has no other dependencies, it is thread-safe, and its connection pool keeps HTTP/1.1 connections
+alive and reconnects transparently when the gateway answers `Connection: close`. The transport also
+replaces its pool after `connection_max_age_s` (with +-10 % jitter) so a load balancer can rebalance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+import time
+from collections.abc import Mapping
+from typing import Callable, Protocol
+
+import urllib3
+
+from ._exceptions import TransportError
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """One HTTP request: method, absolute URL, headers and body."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes = b""
+
+
+@dataclasses.dataclass(frozen=True)
+class Response:
+    """One HTTP response: status, headers (names in lower case) and body."""
+
+    status: int
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    body: bytes = b""
+
+
+class Transport(Protocol):
+    """Sends one request and returns the response; raises `TransportError` for connection errors/timeouts."""
+
+    def send(self, request: Request, timeout: float) -> Response:
+        """Send `request`, waiting at most `timeout` seconds."""
+
+    def close(self) -> None:
+        """Close every connection."""
+
+
+class Urllib3Transport:
+    """HTTP/1.1 keep-alive through a urllib3 PoolManager, recycled after an age with jitter."""
+
+    def __init__(self, max_age_s: float = 300.0, maxsize: int = 2) -> None:
+        self._max_age_s = max_age_s
+        self._maxsize = maxsize
+        self._lock = threading.Lock()
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> urllib3.PoolManager:
+        self._expires = time.monotonic() + self._max_age_s * random.uniform(0.9, 1.1)
+        return urllib3.PoolManager(num_pools=4, maxsize=self._maxsize, block=False, retries=False)
+
+    def _current_pool(self) -> urllib3.PoolManager:
+        with self._lock:
+            if time.monotonic() >= self._expires:
+                old, self._pool = self._pool, self._new_pool()
+                old.clear()
+            return self._pool
+
+    def send(self, request: Request, timeout: float) -> Response:
+        """Send `request`; urllib3 errors become `TransportError`."""
+        pool = self._current_pool()
+        try:
+            resp = pool.request(request.method, request.url, body=request.body or None,
+                                headers=dict(request.headers), timeout=urllib3.Timeout(total=timeout),
+                                redirect=False, preload_content=True)
+        except urllib3.exceptions.HTTPError as exc:
+            raise TransportError(f"{request.method} {request.url}: {exc}") from exc
+        headers = {k.lower(): v for k, v in resp.headers.items()}
+        return Response(resp.status, headers, resp.data or b"")
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        with self._lock:
+            self._pool.clear()
+
+
+Handler = Callable[[Request], Response]
+
+
+class MemoryTransport:
+    """An in-memory transport for tests: records every request and answers with `handler`.
+
+    The default handler accepts every batch (200 with every event accepted) and answers 404 to anything
+    else, such as a registry lookup.
+    """
+
+    def __init__(self, handler: Handler | None = None) -> None:
+        self.handler: Handler = handler or accept_all
+        self.requests: list[Request] = []
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def send(self, request: Request, timeout: float) -> Response:
+        """Record `request` and return the handler's response (or raise what it raises)."""
+        with self._lock:
+            self.requests.append(request)
+        return self.handler(request)
+
+    def close(self) -> None:
+        """Mark the transport closed."""
+        self.closed = True
+
+
+def accept_all(request: Request) -> Response:
+    """Answer a batch with 200 and every event accepted; anything else with 404."""
+    if request.method == "POST" and request.url.endswith("/v1/batch"):
+        return Response(200, {"content-type": "application/json"}, b'{"accepted":0,"rejected":[]}')
+    return Response(404, {}, b'{"code":"not_found","message":"not found"}')

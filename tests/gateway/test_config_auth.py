@@ -1,0 +1,94 @@
+"""Unit tests of configuration parsing, write keys and client addresses."""
+
+from __future__ import annotations
+
+import base64
+import random
+from pathlib import Path
+
+import pytest
+
+from gateway.auth import credentials, hash_key, new_write_key, parse_keys
+from gateway.config import ConfigError, GatewayConfig
+from gateway.connections import ConnectionRecycler
+from gateway.errors import Forbidden, Unauthorized
+
+pytestmark = pytest.mark.unit
+KEY = new_write_key()
+BASE = {"KAFKA_BOOTSTRAP": "127.0.0.1:9092", "REGISTRY_URL": "http://127.0.0.1:8081/",
+        "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{hash_key(KEY)}"}
+
+
+def test_defaults_and_overrides() -> None:
+    cfg = GatewayConfig.from_env({**BASE, "HEADWATER_GATEWAY_MAX_EVENTS": "10",
+                                  "HEADWATER_GATEWAY_TRUSTED_PROXIES": "10.0.0.1, 10.0.0.2"})
+    assert cfg.limits.max_events == 10 and cfg.limits.max_body_bytes == 1 << 20
+    assert cfg.registry_url == "http://127.0.0.1:8081"
+    assert cfg.trusted_proxies == frozenset({"10.0.0.1", "10.0.0.2"})
+    assert cfg.keys.authenticate(f"Bearer {KEY}") == "dev"
+
+
+@pytest.mark.parametrize(("env", "variable"), [
+    ({"KAFKA_BOOTSTRAP": ""}, "KAFKA_BOOTSTRAP"),
+    ({"HEADWATER_GATEWAY_MAX_EVENTS": "many"}, "HEADWATER_GATEWAY_MAX_EVENTS"),
+    ({"HEADWATER_GATEWAY_MAX_EVENTS": "0"}, "HEADWATER_GATEWAY_MAX_EVENTS"),
+    ({"HEADWATER_GATEWAY_WRITE_KEYS": "dev:abc"}, "HEADWATER_GATEWAY_WRITE_KEYS"),
+    ({"HEADWATER_GATEWAY_WRITE_KEYS": ""}, "HEADWATER_GATEWAY_WRITE_KEYS"),
+    ({"HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S": "30"}, "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S"),
+    ({"HEADWATER_GATEWAY_LOG_LEVEL": "LOUD"}, "HEADWATER_GATEWAY_LOG_LEVEL"),
+    ({"HEADWATER_GATEWAY_WRITE_KEYS_FILE": "/nonexistent/keys"}, "HEADWATER_GATEWAY_WRITE_KEYS_FILE"),
+])
+def test_errors_name_the_variable(env: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        GatewayConfig.from_env({**BASE, **env})
+
+
+def test_keys_file(tmp_path: Path) -> None:
+    other = new_write_key()
+    path = tmp_path / "keys"
+    path.write_text(f"# comment\nweb:{hash_key(other)}\nold:{hash_key('x' * 40)}:revoked\n")
+    cfg = GatewayConfig.from_env({**BASE, "HEADWATER_GATEWAY_WRITE_KEYS_FILE": str(path)})
+    assert cfg.keys.sources() == {"dev", "web", "old"}
+    assert cfg.keys.authenticate(f"Bearer {other}") == "web"
+    with pytest.raises(Forbidden):
+        cfg.keys.authenticate("Bearer " + "x" * 40)
+
+
+def test_credentials_forms() -> None:
+    assert credentials(f"Bearer {KEY}") == KEY
+    assert credentials(f"bearer   {KEY} ") == KEY
+    assert credentials("Basic " + base64.b64encode(f"{KEY}:".encode()).decode()) == KEY
+    for bad in (None, "", "Bearer", "Token abc", "Basic !!!", "Basic " + base64.b64encode(b":pw").decode()):
+        with pytest.raises(Unauthorized):
+            credentials(bad)
+    store = parse_keys(f"dev:{hash_key(KEY)}")
+    with pytest.raises(Unauthorized):
+        store.authenticate("Bearer hw_other")
+
+
+class _Transport:
+    """Stands for an asyncio transport (weak-referenceable)."""
+
+
+def test_recycler_jitter_bounds() -> None:
+    recycler = ConnectionRecycler(max_age_s=100, max_requests=10, jitter=0.5, rng=random.Random(3))
+    transport = _Transport()
+    closes = [recycler.should_close(transport, now=0.0) for _ in range(10)]
+    assert closes[-1] and 5 <= closes.index(True) + 1 <= 10
+    young = _Transport()
+    assert not recycler.should_close(young, now=0.0)
+    assert recycler.should_close(young, now=100.0)
+
+
+def test_source_rates_refill() -> None:
+    from gateway.errors import RateLimited
+    from gateway.limits import SourceRates
+
+    rates = SourceRates(rate=10, burst_s=1)
+    rates.admit("a", 10, now=0.0)
+    with pytest.raises(RateLimited) as info:
+        rates.admit("a", 5, now=0.1)
+    assert info.value.retry_after == 1
+    rates.admit("b", 10, now=0.1)  # buckets are per source
+    rates.admit("a", 5, now=0.6)
+    SourceRates(rate=0).admit("a", 10**9)  # 0 = unlimited

@@ -1,0 +1,54 @@
+"""The evolution CLI: diff offline, and register / check / list against the test stack's registry."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from schemas import SCHEMAS_DIR, load_catalog
+from schemas.cli import main
+
+
+def run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(list(argv), out), out.getvalue()
+
+
+@pytest.mark.unit
+def test_diff_of_catalog_versions_and_of_files() -> None:
+    code, out = run("diff", "purchase", "1", "2")
+    assert code == 0
+    assert "+ properties.discount: [null, double] = null" in out
+    et = load_catalog().event_types["page_view"]
+    code, out = run("diff", str(et.versions[0]), str(et.versions[1]))
+    assert code == 0 and "+ properties.load_time_ms" in out
+
+
+@pytest.mark.unit
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run("diff", "nope", "1", "2")[0] == 2
+    assert run("--registry", "http://127.0.0.1:9", "check", str(tmp_path / "missing.avsc"))[0] == 2
+    assert "missing.avsc" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_register_list_and_check(registry_url: str, tmp_path: Path) -> None:
+    code, out = run("--registry", registry_url, "register")
+    assert code == 0, out
+    assert "headwater.events.purchase  v2 -> id" in out
+    code, out = run("--registry", registry_url, "list")
+    assert code == 0 and "headwater.events.page_view  [BACKWARD]  versions [1, 2]" in out
+
+    code, out = run("--registry", registry_url, "check", str(SCHEMAS_DIR / "events/page_view/v2.avsc"))
+    assert code == 0 and "compatible with headwater.events.page_view under BACKWARD" in out
+
+    v3 = json.loads((SCHEMAS_DIR / "events/page_view/v2.avsc").read_text())
+    v3["fields"][-1]["type"]["fields"].append({"name": "scroll_depth", "type": "double"})
+    path = tmp_path / "v3.avsc"
+    path.write_text(json.dumps(v3))
+    code, out = run("--registry", registry_url, "check", str(path))
+    assert code == 1
+    assert "INCOMPATIBLE" in out and "properties.scroll_depth" in out and "reader_field_missing_default_value" in out

@@ -1,0 +1,73 @@
+"""Client configuration: defaults, environment variables, and errors that name the bad option."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import headwater
+import pytest
+from headwater import ClientConfig, ConfigError
+
+pytestmark = pytest.mark.unit
+
+
+def test_defaults_follow_the_protocol() -> None:
+    cfg = ClientConfig(endpoint="http://gw:8080", write_key="k")
+    assert cfg.max_batch_events == 40
+    assert cfg.compression == "zstd"
+    assert cfg.wire_format == "json"
+    assert cfg.retry_base_s == 0.5 and cfg.retry_max_s == 30.0
+    assert cfg.queue_policy == "drop_newest"
+    assert cfg.spool_dir is None
+
+
+def test_from_env_reads_every_variable_and_aliases() -> None:
+    env = {"GATEWAY_URL": "http://gw:1", "HEADWATER_WRITE_KEY": "k", "REGISTRY_URL": "http://reg:2",
+           "HEADWATER_SPOOL_DIR": "/tmp/s", "HEADWATER_LINGER_S": "0.2", "HEADWATER_MAX_BATCH_EVENTS": "10",
+           "HEADWATER_QUEUE_POLICY": "drop_oldest", "HEADWATER_WIRE_FORMAT": "avro", "HEADWATER_NODE_ID": "n1"}
+    cfg = ClientConfig.from_env(env)
+    assert (cfg.endpoint, cfg.registry_url, cfg.spool_dir) == ("http://gw:1", "http://reg:2", "/tmp/s")
+    assert cfg.linger_s == 0.2 and cfg.max_batch_events == 10 and cfg.queue_policy == "drop_oldest"
+    assert cfg.wire_format == "avro" and cfg.node_id == "n1"
+
+
+def test_headwater_names_win_over_aliases_and_overrides_win_over_env() -> None:
+    env = {"HEADWATER_ENDPOINT": "http://a:1", "GATEWAY_URL": "http://b:1", "HEADWATER_WRITE_KEY": "k"}
+    assert ClientConfig.from_env(env).endpoint == "http://a:1"
+    assert ClientConfig.from_env(env, endpoint="http://c:1").endpoint == "http://c:1"
+
+
+@pytest.mark.parametrize(("env", "names"), [
+    ({}, "HEADWATER_ENDPOINT or GATEWAY_URL"),
+    ({"HEADWATER_ENDPOINT": "http://a"}, "HEADWATER_WRITE_KEY"),
+    ({"HEADWATER_ENDPOINT": "http://a", "HEADWATER_WRITE_KEY": "k", "HEADWATER_LINGER_S": "soon"},
+     "HEADWATER_LINGER_S"),
+    ({"HEADWATER_ENDPOINT": "http://a", "HEADWATER_WRITE_KEY": "k", "HEADWATER_MAX_BATCH_EVENTS": "41"},
+     "HEADWATER_MAX_BATCH_EVENTS"),
+    ({"HEADWATER_ENDPOINT": "http://a", "HEADWATER_WRITE_KEY": "k", "HEADWATER_QUEUE_POLICY": "yolo"},
+     "HEADWATER_QUEUE_POLICY"),
+    ({"HEADWATER_ENDPOINT": "ftp://a", "HEADWATER_WRITE_KEY": "k"}, "endpoint"),
+    ({"HEADWATER_ENDPOINT": "http://a", "HEADWATER_WRITE_KEY": "k", "HEADWATER_WIRE_FORMAT": "avro"},
+     "HEADWATER_REGISTRY_URL"),
+])
+def test_bad_values_name_the_variable(env: dict[str, str], names: str) -> None:
+    with pytest.raises(ConfigError, match=names):
+        ClientConfig.from_env(env)
+
+
+def test_unknown_option_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown option"):
+        headwater.Client("http://a", "k", lingr_s=1)
+
+
+def test_spill_needs_a_spool() -> None:
+    with pytest.raises(ConfigError, match="spool_dir"):
+        ClientConfig(endpoint="http://a", write_key="k", queue_policy="spill")
+
+
+def test_every_option_is_documented_in_the_readme() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "sdk-python" / "README.md").read_text()
+    for f in dataclasses.fields(ClientConfig):
+        assert f"`{f.name}`" in readme, f.name

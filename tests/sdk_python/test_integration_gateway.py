@@ -1,0 +1,135 @@
+"""The SDK against the real gateway, registry and Kafka: every (producer_id, seq) arrives, outages included."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import fastavro
+import headwater
+import pytest
+
+from tests.kafka_helpers import consume_all, end_offsets
+
+from .proxy import OutageProxy
+
+pytestmark = pytest.mark.integration
+EVENTS_TOPIC = "headwater.events"
+
+
+@pytest.fixture(scope="module")
+def gateway(stack_env: dict[str, str]) -> dict[str, str]:
+    """The stack's endpoints; skipped only while the stack has no gateway service yet."""
+    if "GATEWAY_URL" not in stack_env:
+        pytest.skip("the stack has no GATEWAY_URL yet (gateway service not registered)")
+    return stack_env
+
+
+def page_view(i: int, run: str) -> dict[str, Any]:
+    return {"url": f"https://shop.example.com/p/{i}", "path": f"/p/{i}", "referrer": None, "title": run,
+            "user_agent": "headwater-sdk-test", "user_id": f"u-{i % 97}", "session_id": run,
+            "viewport": {"width": 1280, "height": 720, "device_pixel_ratio": 1.0}, "locale": "en-GB",
+            "utm": {}, "load_time_ms": 12.5, "experiment_ids": []}
+
+
+class Decoder:
+    """Decodes Confluent-framed records with writer schemas fetched from the registry by id."""
+
+    def __init__(self, registry_url: str) -> None:
+        self.registry_url = registry_url.rstrip("/")
+        self.schemas: dict[int, Any] = {}
+
+    def __call__(self, value: bytes) -> dict[str, Any]:
+        assert value[0] == 0
+        schema_id = int.from_bytes(value[1:5], "big")
+        if schema_id not in self.schemas:
+            with urllib.request.urlopen(f"{self.registry_url}/schemas/ids/{schema_id}", timeout=10) as resp:
+                self.schemas[schema_id] = fastavro.parse_schema(json.loads(json.loads(resp.read())["schema"]))
+        record: Any = fastavro.schemaless_reader(io.BytesIO(value[5:]), self.schemas[schema_id])
+        return dict(record)
+
+
+def arrived(env: dict[str, str], producer_id: str, expected: int, start: dict[int, int]) -> dict[int, set[str]]:
+    """seq -> event ids, for every committed record of `producer_id` in the events topic after `start`."""
+    decode = Decoder(env["REGISTRY_URL"])
+    by_seq: dict[int, set[str]] = {}
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        by_seq.clear()
+        for msg in consume_all(env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC, "read_committed", timeout_s=60, start=start):
+            value = msg.value()
+            if value is None or producer_id.encode() not in value:
+                continue
+            record = decode(value)
+            if str(record["producer_id"]) == producer_id:  # fastavro decodes logicalType uuid to UUID
+                by_seq.setdefault(int(record["seq"]), set()).add(str(record["event_id"]))
+        if len(by_seq) >= expected:
+            break
+        time.sleep(1)
+    return by_seq
+
+
+def test_ten_thousand_events_arrive_exactly_once_per_seq(gateway: dict[str, str], tmp_path: Path) -> None:
+    run = f"run-{uuid.uuid4()}"
+    start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
+    errors: list[Exception] = []
+    with headwater.Client(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], spool_dir=str(tmp_path),
+                          linger_s=0.01, max_queue_events=20_000, on_error=errors.append) as client:
+        for i in range(10_000):
+            client.track("page_view", page_view(i, run))
+        assert client.flush(300), client.metrics()
+        metrics = client.metrics()
+        producer = client.producer_id
+    assert metrics.acknowledged == 10_000 and metrics.dropped == {} and metrics.rejected == 0, errors[:3]
+    by_seq = arrived(gateway, producer, 10_000, start)
+    assert sorted(by_seq) == list(range(10_000))
+    assert all(len(ids) == 1 for ids in by_seq.values())  # one event id per seq: retries are true duplicates
+
+
+def test_gateway_down_for_a_while_and_back(gateway: dict[str, str], tmp_path: Path) -> None:
+    target = urlsplit(gateway["GATEWAY_URL"])
+    proxy = OutageProxy(target.hostname or "127.0.0.1", target.port or 80)
+    proxy.up()
+    run = f"run-{uuid.uuid4()}"
+    start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
+    try:
+        client = headwater.Client(proxy.url, gateway["HEADWATER_WRITE_KEY"], spool_dir=str(tmp_path),
+                                  linger_s=0.01, retry_base_s=0.05, retry_max_s=0.5, retry_deadline_s=2,
+                                  on_error=lambda e: None)
+        for i in range(500):
+            client.track("page_view", page_view(i, run))
+        proxy.down()
+        for i in range(500, 1_500):
+            client.track("page_view", page_view(i, run))
+        assert not client.flush(5)  # the gateway is unreachable: nothing more is acknowledged
+        assert client.metrics().retries > 0
+        proxy.up()
+        assert client.flush(120), client.metrics()
+        producer = client.producer_id
+        assert client.close(30)
+    finally:
+        proxy.down()
+    assert client.metrics().dropped == {}
+    by_seq = arrived(gateway, producer, 1_500, start)
+    assert sorted(by_seq) == list(range(1_500))
+
+
+def test_avro_fast_path_reaches_kafka(gateway: dict[str, str]) -> None:
+    if "REGISTRY_URL" not in gateway:
+        pytest.skip("the stack has no REGISTRY_URL yet")
+    run = f"run-{uuid.uuid4()}"
+    start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
+    with headwater.Client(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], linger_s=0.01,
+                          wire_format="avro", registry_url=gateway["REGISTRY_URL"]) as client:
+        for i in range(200):
+            client.track("page_view", page_view(i, run))
+        assert client.flush(60), client.metrics()
+        producer = client.producer_id
+        assert client.metrics().acknowledged == 200
+    assert sorted(arrived(gateway, producer, 200, start)) == list(range(200))

@@ -1,0 +1,176 @@
+"""The disk spool: recovery after a crash, checksums and quarantine, bounds and overflow, gapless seqs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from headwater import SpoolLockedError
+from headwater._batcher import Batch
+from headwater._ids import uuid7
+from headwater._spool import DiskSpool
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.unit
+
+
+class Drops:
+    def __init__(self) -> None:
+        self.items: list[tuple[str, int]] = []
+
+    def __call__(self, reason: str, n: int, detail: str) -> None:
+        self.items.append((reason, n))
+
+
+def open_spool(path: Path, max_bytes: int = 1 << 30, overflow: str = "backpressure", drops: Drops | None = None,
+               fsync: bool = False) -> DiskSpool:
+    return DiskSpool(str(path), max_bytes, overflow, fsync, drops or Drops())
+
+
+def make_batch(spool: DiskSpool, n: int) -> Batch:
+    first = spool.next_seq
+    spool.next_seq += n
+    events = tuple(f'{{"seq":{s},"event_id":"{uuid7()}"}}'.encode() for s in range(first, first + n))
+    return Batch(uuid7(), spool.producer_id, first, first + n - 1, events)
+
+
+def crash(spool: DiskSpool) -> None:
+    """Simulate kill -9: the lock goes away, nothing else is written."""
+    assert spool._lock_file is not None
+    spool._lock_file.close()
+    spool._lock_file = None
+
+
+def test_append_ack_and_restart(tmp_path: Path) -> None:
+    spool = open_spool(tmp_path, fsync=True)
+    b1, b2 = make_batch(spool, 3), make_batch(spool, 2)
+    assert spool.append(b1) and spool.append(b2)
+    assert spool.next_ready(0) == b1
+    spool.ack(b1)
+    producer = spool.producer_id
+    crash(spool)
+    again = open_spool(tmp_path)
+    assert again.producer_id == producer and again.next_seq == 5
+    assert again.next_ready(0) == b2
+    assert again.stats() == (1, 2, os.path.getsize(next((tmp_path / "batches").iterdir())))
+
+
+def test_seq_survives_acking_everything(tmp_path: Path) -> None:
+    spool = open_spool(tmp_path)
+    b = make_batch(spool, 4)
+    spool.append(b)
+    spool.ack(spool.next_ready(0) or b)
+    crash(spool)
+    assert open_spool(tmp_path).next_seq == 4
+
+
+def test_one_owner_per_directory(tmp_path: Path) -> None:
+    spool = open_spool(tmp_path)
+    with pytest.raises(SpoolLockedError):
+        open_spool(tmp_path)
+    spool.close()
+    open_spool(tmp_path).close()
+
+
+def test_corrupt_file_is_quarantined_and_counted(tmp_path: Path) -> None:
+    spool = open_spool(tmp_path)
+    b1, b2 = make_batch(spool, 3), make_batch(spool, 1)
+    spool.append(b1)
+    spool.append(b2)
+    crash(spool)
+    victim = sorted((tmp_path / "batches").iterdir())[0]
+    data = bytearray(victim.read_bytes())
+    data[-3] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    (tmp_path / "batches" / "garbage.hwb").write_bytes(b"nope")
+    drops = Drops()
+    again = open_spool(tmp_path, drops=drops)
+    assert again.next_ready(0) == b2
+    assert drops.items == [("spool_corrupt", 3)]
+    assert {p.name for p in (tmp_path / "quarantine").iterdir()} == {victim.name, "garbage.hwb"}
+    assert again.next_seq == 4
+
+
+def test_corrupt_state_file_does_not_crash(tmp_path: Path) -> None:
+    spool = open_spool(tmp_path)
+    spool.append(make_batch(spool, 2))
+    producer = spool.producer_id
+    crash(spool)
+    (tmp_path / "state.json").write_text("{broken")
+    again = open_spool(tmp_path)
+    assert again.producer_id == producer  # recovered from the pending batch file
+    assert again.next_seq == 2
+
+
+@pytest.mark.parametrize("overflow", ["backpressure", "drop_oldest"])
+def test_size_bound_and_overflow(tmp_path: Path, overflow: str) -> None:
+    drops = Drops()
+    spool = open_spool(tmp_path, max_bytes=2_000, overflow=overflow, drops=drops)
+    batches = [make_batch(spool, 10) for _ in range(6)]
+    kept = [b for b in batches if spool.append(b)]
+    _, _, nbytes = spool.stats()
+    assert nbytes <= 2_000
+    assert drops.items and all(n == 10 for _, n in drops.items)
+    first = spool.next_ready(0)
+    if overflow == "backpressure":
+        assert first == batches[0] and drops.items[0][0] == "store_full"
+        assert not spool.wait_for_room(0)
+    else:
+        assert first == kept[-1] or first not in batches[:1]
+        assert drops.items[0][0] == "store_full_oldest"
+
+
+def test_split_replaces_the_batch(tmp_path: Path) -> None:
+    spool = open_spool(tmp_path)
+    b = make_batch(spool, 4)
+    spool.append(b)
+    assert spool.next_ready(0) == b
+    halves = [Batch("h0", b.producer_id, 0, 1, b.events[:2]), Batch("h1", b.producer_id, 2, 3, b.events[2:])]
+    spool.replace(b, halves)
+    crash(spool)
+    again = open_spool(tmp_path)
+    assert again.next_ready(0) == halves[0]
+
+
+OPS = st.lists(st.one_of(st.tuples(st.just("append"), st.integers(1, 40)), st.just(("ack", 0)),
+                         st.just(("release", 0)), st.just(("crash", 0))), max_size=40)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_no_unacked_batch_is_ever_lost_and_seqs_stay_gapless(tmp_path_factory: pytest.TempPathFactory,
+                                                              ops: list[tuple[str, int]]) -> None:
+    path = tmp_path_factory.mktemp("spool")
+    spool = open_spool(path)
+    unacked: dict[str, Batch] = {}
+    highest = -1
+    for op, n in ops:
+        if op == "append":
+            new = make_batch(spool, n)
+            assert new.first_seq == highest + 1  # gapless across restarts
+            highest = new.last_seq
+            assert spool.append(new)
+            unacked[new.batch_id] = new
+        elif op in ("ack", "release"):
+            batch = spool.next_ready(0)
+            if batch is not None:
+                assert batch == min(unacked.values(), key=lambda b: b.first_seq)  # oldest first
+                if op == "ack":
+                    spool.ack(batch)
+                    del unacked[batch.batch_id]
+                else:
+                    spool.release(batch)
+        else:
+            crash(spool)
+            spool = open_spool(path)
+    crash(spool)
+    final = open_spool(path)
+    assert final.next_seq == highest + 1
+    recovered = []
+    while (left := final.next_ready(0)) is not None:
+        recovered.append(left)
+        final.ack(left)
+    assert recovered == sorted(unacked.values(), key=lambda b: b.first_seq)
+    final.close()
