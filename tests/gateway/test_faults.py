@@ -26,7 +26,10 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def fault_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, dict[str, str]]]:
+def fault_stack(tmp_path_factory: pytest.TempPathFactory,
+                stack_env: dict[str, str]) -> Iterator[tuple[Stack, dict[str, str]]]:
+    # `stack_env` first: the session stack must be up before this fixture changes the environment below,
+    # or it would start with this module's short timeouts and single worker.
     cfg = StackConfig.from_env({
         "HEADWATER_STATE_DIR": str(tmp_path_factory.mktemp("fault-stack")),
         "HEADWATER_KAFKA_PORT": str(free_port()), "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()),
