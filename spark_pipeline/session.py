@@ -49,6 +49,9 @@ def build_session(app_name: str, master: str | None = None, shuffle_partitions: 
         .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "1g"))
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        # Pools (spark_pipeline/data/fairscheduler.xml): the live query's tasks go before the file queries'.
+        .config("spark.scheduler.mode", "FAIR")
+        .config("spark.scheduler.allocation.file", str(Path(__file__).resolve().parent / "data" / "fairscheduler.xml"))
         # Commit a micro-batch's state by appending a changelog instead of uploading a snapshot of RocksDB.
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
     )

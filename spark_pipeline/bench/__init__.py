@@ -1,0 +1,1 @@
+"""Pipeline benchmark: generated events, decode/aggregate throughput and end-to-end latency."""

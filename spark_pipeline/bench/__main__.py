@@ -1,0 +1,142 @@
+"""Pipeline benchmark: decode/aggregate throughput on local[2] and created_at -> aggregate-visible latency.
+
+    python -m spark_pipeline.bench [--events 200000] [--seconds 30] [--rate 400]
+        [--modes throughput,microbatch,realtime] [--no-gateway] [--env-file PATH]
+
+Reads the stack's endpoints from `.headwater/stack.env` (or --env-file); posts through the gateway when
+the stack has one (GATEWAY_URL + HEADWATER_WRITE_KEY), else produces straight to Kafka. Prints the
+figures, then one JSON line with all of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from pyspark.sql import SparkSession
+
+from spark_pipeline import aggregate, decode, enrich, job, load
+from spark_pipeline.bench import latency, throughput
+from spark_pipeline.bench.generate import Encoder, generate, produce, register_catalog
+from spark_pipeline.config import PipelineConfig
+from spark_pipeline.registry import RegistryClient, SchemaSnapshot
+from spark_pipeline.session import REPO_ROOT, build_session
+from stack.envfile import read_env
+
+
+def _topic(bootstrap: str, name: str, partitions: int) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for fut in admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)]).values():
+        fut.result(30)
+    return name
+
+
+def _latency_run(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, agg_id: int, *, seconds: float,
+                 rate: int, gateway: tuple[str, str] | None, ids: dict[tuple[str, int], int],
+                 realtime: bool) -> dict[str, Any]:
+    queries = [_realtime_query(spark, cfg, snapshot, agg_id)] if realtime else job.start_queries(
+        spark, cfg, snapshot, agg_id, available_now=False)
+    obs, stop, ready = latency.Observations(), threading.Event(), threading.Event()
+    consumer = threading.Thread(target=latency.consume_aggregates, args=(cfg, obs, stop, ready), daemon=True)
+    try:
+        time.sleep(10)  # first (empty) batches, code generation
+        consumer.start()
+        ready.wait(30)
+        sent = latency.send(cfg, obs, seconds=seconds, rate=rate, gateway=gateway, ids=ids)
+        latency.drain(obs, quiet_s=5.0, max_s=30.0)
+        batches = {str(q.name): _batch_ms(q) for q in queries}
+    finally:
+        stop.set()
+        consumer.join(10)
+        for q in queries:
+            q.stop()
+    values, missing = obs.latencies_ms()
+    return {"sent": sent, "missing": missing, "p50_ms": latency.percentile(values, 0.5),
+            "p99_ms": latency.percentile(values, 0.99), "max_ms": float(values[-1]) if values else float("nan"),
+            "batch_ms_p50_by_query": batches}
+
+
+def _batch_ms(query: Any) -> float:
+    """Median wall time of the query's recent micro-batches that had input (where the latency goes)."""
+    durations = sorted(int(p["durationMs"].get("triggerExecution", 0)) for p in query.recentProgress
+                       if p.get("numInputRows", 0) > 0)
+    return float(durations[len(durations) // 2]) if durations else float("nan")
+
+
+def _realtime_query(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, agg_id: int) -> Any:
+    """All-JVM path for Spark's real-time mode: Kafka -> from_avro -> dedup -> 10 s windows -> Kafka."""
+    raw = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", cfg.bootstrap)
+           .option("subscribe", cfg.events_topic).option("kafka.isolation.level", "read_committed")
+           .option("includeHeaders", "true").option("startingOffsets", "latest").load())
+    events = decode.events(decode.decode(decode.frame(raw), snapshot, strict=False))
+    inventory = enrich.read_inventory(spark, cfg.nodes_file).cache()
+    # dropDuplicatesWithinWatermark is not on real-time mode's allowlist; dropDuplicates over (event_id,
+    # event_time) is the same for retries (a retried event keeps its created_at) and its state expires too.
+    deduped = aggregate.with_watermark(events, cfg.lateness).dropDuplicates(["event_id", "event_time"])
+    aggs = aggregate.windowed_aggregates(enrich.with_inventory(deduped, inventory), (aggregate.WINDOWS[0],))
+    return (load.aggregate_records(aggs, agg_id).writeStream.format("kafka").outputMode("update")
+            .option("kafka.bootstrap.servers", cfg.bootstrap).option("topic", cfg.aggregates_topic)
+            .option("checkpointLocation", str(cfg.checkpoint_dir / "realtime"))
+            .trigger(realTime="5 seconds").start())  # type: ignore[call-overload]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--env-file", type=Path, default=REPO_ROOT / ".headwater" / "stack.env")
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rate", type=int, default=400, help="events/s sent during the latency run")
+    parser.add_argument("--modes", default="throughput,microbatch",
+                        help="comma-separated: throughput, microbatch, realtime (real-time mode runs every stage at "
+                             "once: give it enough task slots, e.g. SPARK_MASTER=local[12])")
+    parser.add_argument("--no-gateway", action="store_true", help="produce straight to Kafka")
+    args = parser.parse_args()
+    env = {**read_env(args.env_file), **os.environ} if args.env_file.exists() else dict(os.environ)
+    cfg = PipelineConfig.from_env(env)
+    ids = register_catalog(cfg.registry_url)
+    results: dict[str, Any] = {"events": args.events}
+
+    modes = args.modes.split(",")
+    spark = build_session("headwater-bench")
+    results["master"] = spark.sparkContext.master
+    registry = RegistryClient(cfg.registry_url)
+    snapshot = registry.snapshot(cfg.subject_prefix)
+    if "throughput" in modes:
+        topic = _topic(cfg.bootstrap, f"bench.events.{int(time.time())}", 6)
+        encoder = Encoder(ids)
+        produce(cfg.bootstrap, topic, [(e.key, encoder.encode(e), e.headers) for e in generate(args.events)])
+        rates = throughput.measure(spark, cfg.with_overrides(events_topic=topic), snapshot, args.events)
+        results.update({k: round(v) for k, v in rates.items()})
+        print(f"decode + aggregate on {spark.sparkContext.master}, {args.events} events:")
+        for name, value in rates.items():
+            print(f"  {name:34s} {value:12,.0f} events/s", flush=True)
+
+    gateway = None if args.no_gateway or "GATEWAY_URL" not in env else (env["GATEWAY_URL"], env["HEADWATER_WRITE_KEY"])
+    agg_id = registry.register(cfg.aggregate_subject, load.AGGREGATE_SCHEMA_JSON)
+    with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
+        live_topic = cfg.events_topic if gateway else _topic(cfg.bootstrap, f"bench.live.{int(time.time())}", 6)
+        live_cfg = cfg.with_overrides(events_topic=live_topic, output_dir=Path(tmp), starting_offsets="latest")
+        for mode in [m for m in modes if m != "throughput"]:
+            realtime = mode == "realtime"
+            try:
+                figures = _latency_run(spark, live_cfg, snapshot, agg_id, seconds=args.seconds, rate=args.rate,
+                                       gateway=gateway, ids=ids, realtime=realtime)
+            except Exception as exc:  # real-time mode may refuse the plan: report why
+                figures = {"error": str(exc).splitlines()[0][:300]}
+            results[mode] = figures
+            via = "gateway" if gateway else "Kafka directly"
+            print(f"latency created_at -> aggregate ({mode}, {args.rate} ev/s via {via}): {figures}", flush=True)
+    results["gateway_in_loop"] = gateway is not None
+    print(json.dumps(results))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

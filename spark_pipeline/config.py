@@ -1,0 +1,102 @@
+"""The pipeline's one frozen configuration, read once from the environment and validated."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from spark_pipeline.session import REPO_ROOT
+
+DEFAULT_NODES_FILE = Path(__file__).resolve().parent / "data" / "nodes.csv"
+_DURATION = re.compile(r"\d+ (second|minute|hour)s?")
+
+
+class ConfigError(ValueError):
+    """A variable of the environment is missing or malformed; the message names it."""
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Every setting of the pipeline. README.md ("Spark pipeline: settings") documents each variable once.
+
+    `lateness` is the watermark delay: how far behind the newest event time an event may arrive and still
+    be deduplicated and counted by the streaming queries (later ones are counted only by `replay`); it is
+    also the dedup horizon (a retried duplicate is recognised while its first copy is within it).
+    """
+
+    bootstrap: str = "127.0.0.1:9092"
+    registry_url: str = "http://127.0.0.1:8081"
+    events_topic: str = "headwater.events"
+    aggregates_topic: str = "headwater.aggregates"
+    subject_prefix: str = "headwater.events."
+    aggregate_subject: str = "headwater.aggregates.window_aggregate"
+    output_dir: Path = REPO_ROOT / ".headwater" / "pipeline"
+    nodes_file: Path = DEFAULT_NODES_FILE
+    lateness: str = "30 seconds"
+    max_offsets_per_trigger: int = 200_000
+    live_trigger: str = "0 seconds"
+    file_trigger: str = "10 seconds"
+    registry_poll_s: float = 30.0
+    console: bool = False
+    starting_offsets: str = "earliest"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.output_dir / "checkpoints"
+
+    def with_overrides(self, **changes: object) -> PipelineConfig:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> PipelineConfig:
+        """Read HEADWATER_* / KAFKA_BOOTSTRAP / REGISTRY_URL (the names stack.env uses); defaults otherwise."""
+        env = os.environ if env is None else env
+        d = cls()
+
+        def get(name: str, default: str) -> str:
+            value = env.get(name, "").strip()
+            return value or default
+
+        cfg = cls(
+            bootstrap=get("KAFKA_BOOTSTRAP", d.bootstrap),
+            registry_url=get("REGISTRY_URL", d.registry_url).rstrip("/"),
+            events_topic=get("EVENTS_TOPIC", d.events_topic),
+            aggregates_topic=get("AGGREGATES_TOPIC", d.aggregates_topic),
+            subject_prefix=get("HEADWATER_SUBJECT_PREFIX", d.subject_prefix),
+            aggregate_subject=get("HEADWATER_AGGREGATE_SUBJECT", d.aggregate_subject),
+            output_dir=Path(get("HEADWATER_PIPELINE_DIR", str(d.output_dir))),
+            nodes_file=Path(get("HEADWATER_NODE_INVENTORY", str(d.nodes_file))),
+            lateness=_duration(env, "HEADWATER_LATENESS", d.lateness),
+            max_offsets_per_trigger=_int(env, "HEADWATER_MAX_OFFSETS_PER_TRIGGER", d.max_offsets_per_trigger),
+            live_trigger=_duration(env, "HEADWATER_LIVE_TRIGGER", d.live_trigger),
+            file_trigger=_duration(env, "HEADWATER_FILE_TRIGGER", d.file_trigger),
+            registry_poll_s=float(_int(env, "HEADWATER_REGISTRY_POLL_S", int(d.registry_poll_s))),
+            console=get("HEADWATER_CONSOLE", "0") in ("1", "true", "yes"),
+            starting_offsets=get("HEADWATER_STARTING_OFFSETS", d.starting_offsets),
+        )
+        if not cfg.nodes_file.is_file():
+            raise ConfigError(f"HEADWATER_NODE_INVENTORY: no such file {cfg.nodes_file}")
+        return cfg
+
+
+def _duration(env: Mapping[str, str], name: str, default: str) -> str:
+    value = env.get(name, "").strip() or default
+    if not _DURATION.fullmatch(value):
+        raise ConfigError(f"{name}={value!r}: expected '<n> seconds|minutes|hours'")
+    return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected an integer") from None
+    if value <= 0:
+        raise ConfigError(f"{name}={raw!r}: must be positive")
+    return value

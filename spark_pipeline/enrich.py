@@ -1,0 +1,85 @@
+"""Enrichment transforms: user agent, IP to country, the node inventory join and latency columns.
+
+The two lookups run in Python (ua-parser with its Rust accelerator, iptocc's offline table) as Arrow
+UDFs that parse each distinct value of a batch once; everything else stays in the JVM.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import iptocc
+import pandas as pd  # type: ignore[import-untyped]
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import pandas_udf
+from pyspark.sql.types import StringType, StructField, StructType
+from ua_parser import parse
+
+UA_TYPE = StructType([StructField("browser", StringType()), StructField("os", StringType()),
+                      StructField("device", StringType())])
+INVENTORY_COLUMNS = ["region", "datacenter", "service"]
+UNKNOWN = "unknown"
+
+
+@lru_cache(maxsize=65536)
+def parse_user_agent(ua: str) -> tuple[str | None, str | None, str | None]:
+    """(browser family, OS family, device family) of one User-Agent string."""
+    result = parse(ua)
+    browser = result.user_agent.family if result.user_agent else None
+    os_name = result.os.family if result.os else None
+    device = result.device.family if result.device else None
+    return browser, os_name, device
+
+
+def _user_agents(uas: pd.Series) -> pd.DataFrame:
+    parsed = [parse_user_agent(u) if isinstance(u, str) and u else (None, None, None) for u in uas]
+    return pd.DataFrame(parsed, columns=["browser", "os", "device"])
+
+
+def _countries(ips: pd.Series) -> pd.Series:
+    distinct = [ip for ip in ips.dropna().unique() if isinstance(ip, str)]
+    codes = dict(zip(distinct, iptocc.country_code(distinct), strict=True)) if distinct else {}
+    return ips.map(codes.get)
+
+
+_ua_udf = pandas_udf(_user_agents, UA_TYPE)  # type: ignore[call-overload]
+_country_udf = pandas_udf(_countries, StringType())  # type: ignore[call-overload]
+
+
+def with_user_agent(df: DataFrame) -> DataFrame:
+    """Add `ua` (browser, os, device) from the event's user agent, else the gateway's header."""
+    return df.withColumn("ua", _ua_udf(F.coalesce(F.col("user_agent"), F.col("header_user_agent"))))
+
+
+def with_country(df: DataFrame) -> DataFrame:
+    """Add `country` (ISO 3166-1 alpha-2, null for private or unknown addresses) from `client_ip`."""
+    return df.withColumn("country", _country_udf(F.col("client_ip")))
+
+
+def read_inventory(spark: SparkSession, path: Path) -> DataFrame:
+    """The node inventory file (CSV: node_id, region, datacenter, service)."""
+    schema = "node_id string, region string, datacenter string, service string"
+    return spark.read.csv(str(path), header=True, schema=schema).dropDuplicates(["node_id"])
+
+
+def with_inventory(df: DataFrame, inventory: DataFrame) -> DataFrame:
+    """Left-join the inventory on node_id (broadcast: it is small); unknown nodes get region 'unknown'."""
+    joined = df.join(F.broadcast(inventory), on="node_id", how="left")
+    return joined.fillna(UNKNOWN, subset=INVENTORY_COLUMNS)
+
+
+def with_latency(df: DataFrame) -> DataFrame:
+    """Add `processed_at` and the latencies in ms: created -> received (ingest), received -> processed."""
+    processed = F.current_timestamp()
+    return df.withColumns({
+        "processed_at": processed,
+        "ingest_latency_ms": F.unix_millis("received_at") - F.unix_millis("created_at"),
+        "processing_latency_ms": F.unix_millis(processed) - F.unix_millis("received_at"),
+    })
+
+
+def enrich(df: DataFrame, inventory: DataFrame) -> DataFrame:
+    """All enrichments, in the order of the flat event row."""
+    return with_latency(with_country(with_user_agent(with_inventory(df, inventory))))

@@ -1,0 +1,37 @@
+"""Reads the events topic from Kafka: a stream (read_committed, from the checkpoint) or a bounded batch."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.readwriter import DataStreamReader
+
+from spark_pipeline.config import PipelineConfig
+
+
+def _kafka_options(cfg: PipelineConfig) -> dict[str, str]:
+    return {
+        "kafka.bootstrap.servers": cfg.bootstrap,
+        "subscribe": cfg.events_topic,
+        # Aborted gateway transactions (a batch that failed half-way) must never be counted.
+        "kafka.isolation.level": "read_committed",
+        "includeHeaders": "true",
+    }
+
+
+def kafka_stream(spark: SparkSession, cfg: PipelineConfig) -> DataFrame:
+    """The events topic as a stream: `startingOffsets` applies to the first start only, then the checkpoint."""
+    reader: DataStreamReader = spark.readStream.format("kafka").options(**_kafka_options(cfg))
+    return (reader.option("startingOffsets", cfg.starting_offsets)
+            .option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger)).load())
+
+
+def kafka_batch(spark: SparkSession, cfg: PipelineConfig, starting: str = "earliest",
+                ending: str = "latest") -> DataFrame:
+    """A bounded read: `starting`/`ending` are 'earliest'/'latest' or Spark's per-partition offsets JSON.
+
+    `failOnDataLoss=false`: offsets already deleted by retention are skipped (replay starts at the
+    earliest retained one) instead of failing the replay.
+    """
+    return (spark.read.format("kafka").options(**_kafka_options(cfg))
+            .option("startingOffsets", starting).option("endingOffsets", ending)
+            .option("failOnDataLoss", "false").load())

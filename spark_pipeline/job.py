@@ -1,0 +1,189 @@
+"""Wires extract -> decode -> enrich/dedup/aggregate -> sinks, for the streaming job and the batch replay.
+
+Streaming (`run`): four queries, each with its own checkpoint: `events` (enriched, deduplicated rows to
+Parquet by date), `deadletter` (undecodable records with the reason), `aggregates_live` (update mode to
+the aggregates topic) and `aggregates_final` (append mode, exact final windows to Parquet); with
+`console`, a fifth prints the live aggregates. A supervisor loop watches them: a batch that meets an
+unknown schema id fails before it commits; the loop then takes a new registry snapshot and restarts
+every query from its checkpoint, so a version registered while the job runs is picked up without
+restarting the process. The registry is also polled, so a new latest (reader) version is adopted the
+same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+from spark_pipeline import aggregate, decode, enrich, extract, load
+from spark_pipeline.config import PipelineConfig
+from spark_pipeline.registry import RegistryClient, SchemaSnapshot
+from spark_pipeline.session import build_session
+
+log = logging.getLogger("spark_pipeline")
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where each output of the pipeline goes, under one root folder."""
+
+    root: Path
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events"
+
+    @property
+    def deadletter(self) -> Path:
+        return self.root / "deadletter"
+
+    @property
+    def aggregates_final(self) -> Path:
+        return self.root / "aggregates_final"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+
+def _streams(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot,
+             inventory: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """Fresh (decoded, deduplicated events, windowed aggregates) frames over a new Kafka stream.
+
+    Each query gets its own plan: queries that shared one plan's expression objects raced in Spark's
+    lazy initialisation of from_avro (seen here as IndexOutOfBounds in CreateMap while planning).
+    """
+    decoded = decode.decode(decode.frame(extract.kafka_stream(spark, cfg)), snapshot, strict=True)
+    deduped = aggregate.deduplicate(aggregate.with_watermark(decode.events(decoded), cfg.lateness))
+    return decoded, deduped, aggregate.windowed_aggregates(enrich.with_inventory(deduped, inventory))
+
+
+def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, aggregate_schema_id: int,
+                  available_now: bool) -> list[StreamingQuery]:
+    """Build the plans from `snapshot` and start the queries."""
+    out = Outputs(cfg.output_dir)
+    inventory = enrich.read_inventory(spark, cfg.nodes_file).cache()
+
+    def ck(writer: DataStreamWriter, name: str, trigger: str) -> StreamingQuery:
+        # A query's thread inherits the local properties set when it starts: its scheduler pool.
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", "live" if trigger == cfg.live_trigger else "files")
+        return load.checkpointed(writer, out.checkpoints, name, trigger, available_now).start()
+
+    def streams() -> tuple[DataFrame, DataFrame, DataFrame]:
+        return _streams(spark, cfg, snapshot, inventory)
+
+    enriched = enrich.enrich(streams()[1], inventory).withColumn("date", F.to_date("event_time"))
+    final = streams()[2].withColumn("date", F.to_date("window_start"))
+    queries = [
+        ck(load.parquet_sink(enriched, out.events, ["date"]), "events", cfg.file_trigger),
+        ck(load.parquet_sink(decode.dead_letters(streams()[0]), out.deadletter, ["date"]), "deadletter",
+           cfg.file_trigger),
+        ck(load.live_aggregates_sink(streams()[2], cfg.bootstrap, cfg.aggregates_topic, aggregate_schema_id),
+           "aggregates_live", cfg.live_trigger),
+        ck(load.parquet_sink(final, out.aggregates_final, ["date"]), "aggregates_final", cfg.file_trigger),
+    ]
+    if cfg.console and not available_now:
+        queries.append(ck(load.console_sink(streams()[2]), "console", "5 seconds"))
+    return queries
+
+
+def _stop(queries: list[StreamingQuery]) -> None:
+    for q in queries:
+        try:
+            q.stop()
+        except Exception:  # stopping a failed query can raise again; the others must still stop
+            log.exception("stopping %s", q.name)
+
+
+def _supervise(queries: list[StreamingQuery], registry: RegistryClient, cfg: PipelineConfig,
+               snapshot: SchemaSnapshot, available_now: bool) -> set[int] | None:
+    """Wait until the queries end. None: all done; a set: refresh the schemas (unknown ids it names)."""
+    next_poll = time.monotonic() + cfg.registry_poll_s
+    while True:
+        for q in queries:
+            exc = None if q.isActive else q.exception()
+            if exc is not None:
+                _stop(queries)
+                ids = decode.unknown_schema_ids(str(exc))
+                if not ids:
+                    raise exc
+                log.warning("query %s met unknown schema ids %s: refreshing the registry snapshot", q.name, ids)
+                return ids
+        if all(not q.isActive for q in queries):
+            return None
+        if not available_now and time.monotonic() >= next_poll:
+            next_poll = time.monotonic() + cfg.registry_poll_s
+            if registry.snapshot(cfg.subject_prefix, snapshot.bad_ids).fingerprint() != snapshot.fingerprint():
+                log.warning("new schema versions in the registry: restarting the queries from their checkpoints")
+                _stop(queries)
+                return set()
+        time.sleep(0.5)
+
+
+def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | None = None) -> None:
+    """The streaming job; with `available_now`, process what is in the topic now and return."""
+    spark = spark or build_session("headwater-pipeline")
+    registry = RegistryClient(cfg.registry_url)
+    aggregate_id = registry.register(cfg.aggregate_subject, load.AGGREGATE_SCHEMA_JSON)
+    bad: frozenset[int] = frozenset()
+    while True:
+        snapshot = registry.snapshot(cfg.subject_prefix, bad)
+        log.info("decoding %d writer schemas of %d subjects", len(snapshot.writers), len(snapshot.readers))
+        queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now)
+        for q in queries:
+            log.info("started query %s (checkpoint %s)", q.name, Outputs(cfg.output_dir).checkpoints / str(q.name))
+        try:
+            unknown = _supervise(queries, registry, cfg, snapshot, available_now)
+        except BaseException:
+            _stop(queries)
+            raise
+        if unknown is None:
+            return
+        fresh = registry.snapshot(cfg.subject_prefix)
+        bad = frozenset(bad | {i for i in unknown if i not in fresh.writers})
+
+
+def replay(cfg: PipelineConfig, output: Path, starting: str = "earliest", ending: str = "latest",
+           spark: SparkSession | None = None) -> dict[str, int]:
+    """Recompute the aggregates from an offset range into `output` (batch, exact: no watermark)."""
+    spark = spark or build_session("headwater-replay")
+    snapshot = RegistryClient(cfg.registry_url).snapshot(cfg.subject_prefix)
+    decoded = decode.decode(decode.frame(extract.kafka_batch(spark, cfg, starting, ending)), snapshot,
+                            strict=False).persist()
+    try:
+        events = aggregate.deduplicate(decode.events(decoded)).persist()
+        inventory = enrich.read_inventory(spark, cfg.nodes_file)
+        written = write_replay(events, decode.dead_letters(decoded), enrich.with_inventory(events, inventory), output)
+        events.unpersist()
+        return written
+    finally:
+        decoded.unpersist()
+
+
+def write_replay(events: DataFrame, dead: DataFrame, regional: DataFrame, output: Path) -> dict[str, int]:
+    """Write the replay's outputs (overwriting) and return the row count of each."""
+    parts = {
+        "counts_1m": aggregate.counts_per_minute(events),
+        "aggregates": aggregate.windowed_aggregates(regional),
+        "loss_audit": aggregate.loss_audit(events),
+        "deadletter": dead,
+    }
+    counts = {}
+    for name, df in parts.items():
+        df.write.mode("overwrite").parquet(str(output / name))
+        counts[name] = df.sparkSession.read.parquet(str(output / name)).count()
+    counts["events"] = events.count()
+    return counts
+
+
+def audit(cfg: PipelineConfig, spark: SparkSession | None = None) -> DataFrame:
+    """The seq-gap loss audit over the streaming job's events output."""
+    spark = spark or build_session("headwater-audit")
+    return aggregate.loss_audit(spark.read.parquet(str(Outputs(cfg.output_dir).events)))

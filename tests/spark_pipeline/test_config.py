@@ -1,0 +1,52 @@
+"""Unit tests of the pipeline's configuration, error parsing and aggregate schema (no Spark, no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+
+from spark_pipeline.config import ConfigError, PipelineConfig
+from spark_pipeline.decode import UNKNOWN_ID_MARKER, unknown_schema_ids
+from spark_pipeline.load import AGGREGATE_SCHEMA
+from spark_pipeline.registry import SchemaSnapshot, WriterSchema
+
+pytestmark = pytest.mark.unit
+
+
+def test_defaults_and_stack_env_names(tmp_path: Path) -> None:
+    cfg = PipelineConfig.from_env({"KAFKA_BOOTSTRAP": "h:1", "REGISTRY_URL": "http://r:2/", "EVENTS_TOPIC": "t",
+                                   "HEADWATER_PIPELINE_DIR": str(tmp_path), "HEADWATER_LATENESS": "2 minutes"})
+    assert (cfg.bootstrap, cfg.registry_url, cfg.events_topic) == ("h:1", "http://r:2", "t")
+    assert cfg.lateness == "2 minutes"
+    assert cfg.checkpoint_dir == tmp_path / "checkpoints"
+    assert PipelineConfig.from_env({}).max_offsets_per_trigger == 200_000
+
+
+@pytest.mark.parametrize(("name", "value"), [("HEADWATER_LATENESS", "soon"), ("HEADWATER_MAX_OFFSETS_PER_TRIGGER", "x"),
+                                             ("HEADWATER_MAX_OFFSETS_PER_TRIGGER", "-3"),
+                                             ("HEADWATER_NODE_INVENTORY", "/nonexistent.csv")])
+def test_bad_values_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        PipelineConfig.from_env({name: value})
+
+
+def test_unknown_ids_are_parsed_from_a_query_error() -> None:
+    text = f"StreamingQueryException: [USER_RAISED_EXCEPTION] {UNKNOWN_ID_MARKER}42 ... {UNKNOWN_ID_MARKER}7"
+    assert unknown_schema_ids(text) == {42, 7}
+    assert unknown_schema_ids("some other failure") == set()
+
+
+def test_aggregate_schema_is_valid_avro_with_every_field_optional() -> None:
+    parsed: dict[str, Any] = fastavro.parse_schema(AGGREGATE_SCHEMA)  # type: ignore[assignment]
+    assert all(f["type"][0] == "null" for f in parsed["fields"])
+
+
+def test_snapshot_fingerprint_changes_with_a_new_version() -> None:
+    w1 = WriterSchema(1, "s", 1, "{}")
+    one = SchemaSnapshot({1: w1}, {"s": w1})
+    two = SchemaSnapshot({1: w1, 2: WriterSchema(2, "s", 2, "{}")}, {"s": w1})
+    assert one.fingerprint() != two.fingerprint()
+    assert one.fingerprint() == SchemaSnapshot({1: w1}, {"s": w1}).fingerprint()

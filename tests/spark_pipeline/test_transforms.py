@@ -1,0 +1,94 @@
+"""Spark tests of the pure transforms on small DataFrames: decode, enrich, dedup, windows and the loss audit."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+import pytest
+
+from spark_pipeline import aggregate, decode, enrich
+from spark_pipeline.bench.generate import Encoder, generate
+from spark_pipeline.config import DEFAULT_NODES_FILE
+from tests.spark_pipeline.frames import catalog_snapshot, framed, kafka_frame
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+
+def test_decode_resolves_both_versions_of_every_type_to_the_latest(spark: SparkSession) -> None:
+    snapshot, ids = catalog_snapshot()
+    events = list(generate(12))
+    raw = kafka_frame(spark, [*framed(Encoder(ids), events), (b"\x01junk!", []), (b"\x00\x00\x00\x03\xe7xx", []),
+                              (b"\x00\x00", []), (None, [])])
+    decoded = decode.decode(decode.frame(raw), snapshot, strict=False)
+    rows = {r["event_id"]: r for r in decode.events(decoded).collect()}
+    assert set(rows) == {e.record["event_id"] for e in events}
+    for e in events:
+        row, rec = rows[e.record["event_id"]], e.record
+        assert (row["event_type"], row["seq"], row["node_id"]) == (e.event_type, rec["seq"], rec["node_id"])
+        assert row["schema_id"] == ids[(e.event_type, e.version)]
+        assert row["created_at"] == dt.datetime.fromtimestamp(rec["created_at"] / 1000, dt.UTC).replace(tzinfo=None)
+        # received_at: from the record, or from the header on the fast path (null in the record)
+        assert row["received_at"] is not None
+        if e.event_type == "page_view":
+            # load_time_ms is new in v2: a v1 writer resolves to the reader's default (null)
+            expected = rec["properties"]["load_time_ms"] if e.version == 2 else None
+            assert row["metric_value"] == expected
+            assert row["user_id"] == (rec["properties"]["user_id"] or rec["properties"]["session_id"])
+        elif e.event_type == "purchase":
+            assert row["metric_value"] == rec["properties"]["total"]
+        else:
+            assert row["metric_value"] == rec["properties"]["value"] and row["user_id"] is None
+    errors = sorted(r["error"] for r in decode.dead_letters(decoded).collect())
+    assert errors == ["bad magic byte (not Confluent framing)", "truncated: shorter than the 5-byte header",
+                      "truncated: shorter than the 5-byte header", "unknown schema id 999"]
+
+
+def test_strict_decoding_fails_the_batch_on_an_unknown_schema_id(spark: SparkSession) -> None:
+    snapshot, _ = catalog_snapshot()
+    raw = kafka_frame(spark, [(b"\x00\x00\x00\x03\xe7xx", [])])
+    with pytest.raises(Exception, match=f"{decode.UNKNOWN_ID_MARKER}999"):
+        decode.events(decode.decode(decode.frame(raw), snapshot, strict=True)).collect()
+
+
+def test_enrich_adds_user_agent_country_inventory_and_latency(spark: SparkSession) -> None:
+    snapshot, ids = catalog_snapshot()
+    events = list(generate(6, nodes=300))  # node-0001..; the inventory lists node-0001..node-0200
+    decoded = decode.decode(decode.frame(kafka_frame(spark, framed(Encoder(ids), events))), snapshot, strict=False)
+    inventory = enrich.read_inventory(spark, DEFAULT_NODES_FILE)
+    rows = {r["event_id"]: r for r in enrich.enrich(decode.events(decoded), inventory).collect()}
+    first = rows[events[0].record["event_id"]]  # page_view, Chrome on Windows, client 8.8.8.8
+    assert (first["ua"]["browser"], first["ua"]["os"]) == ("Chrome", "Windows")
+    assert first["country"] == "US"
+    assert first["region"] == "us-east" and first["datacenter"] and first["service"]
+    assert first["ingest_latency_ms"] == 20 and first["processing_latency_ms"] is not None
+    assert rows[events[4].record["event_id"]]["country"] is None  # 10.0.0.7: private
+
+
+def test_windows_dedup_and_minute_counts_in_batch(spark: SparkSession) -> None:
+    snapshot, ids = catalog_snapshot()
+    events = list(generate(30, spacing_ms=1000, start_ms=1_790_000_000_000))  # 30 s, starting on a 10 s edge
+    payloads = framed(Encoder(ids), events)
+    decoded = decode.decode(decode.frame(kafka_frame(spark, payloads + payloads[:5])), snapshot, strict=False)
+    deduped = aggregate.deduplicate(decode.events(decoded))
+    assert deduped.count() == 30
+    inventory = enrich.read_inventory(spark, DEFAULT_NODES_FILE)
+    aggs = aggregate.windowed_aggregates(enrich.with_inventory(deduped, inventory)).collect()
+    by_granularity: dict[str, int] = {}
+    for r in aggs:
+        by_granularity[r["granularity"]] = by_granularity.get(r["granularity"], 0) + r["events"]
+    assert by_granularity == {"10s": 30, "1m": 30, "5m/1m": 150}  # each event is in 5 sliding windows
+    counts = {(r["event_type"], r["count"]) for r in aggregate.counts_per_minute(deduped).collect()}
+    assert sum(c for _, c in counts) == 30
+
+
+def test_loss_audit_reports_seq_gaps_per_producer(spark: SparkSession) -> None:
+    rows = [("a", s) for s in [0, 1, 2, 5, 6, 9]] + [("b", s) for s in [0, 1, 2]] + [("c", 3)]
+    seqs = spark.createDataFrame(rows, "producer_id string, seq long")
+    audit = {r["producer_id"]: r for r in aggregate.loss_audit(seqs).collect()}
+    assert audit["a"]["missing"] == 4 and [tuple(g) for g in audit["a"]["gaps"]] == [(3, 4), (7, 8)]
+    assert audit["b"]["missing"] == 0 and audit["b"]["gaps"] == []
+    assert audit["c"]["missing"] == 3 and [tuple(g) for g in audit["c"]["gaps"]] == [(0, 2)]
