@@ -73,3 +73,29 @@ def test_backoff_is_full_jitter_capped_and_honours_retry_after() -> None:
     for attempt in range(1, 20):
         assert 0 <= backoff(attempt, 0.5, 30.0, None) <= min(30.0, 0.5 * 2 ** (attempt - 1))
     assert backoff(1, 0.5, 30.0, 7.0) >= 7.0
+
+
+def test_zstd_compression_from_many_threads_at_once_stays_correct() -> None:
+    """Several clients' sender threads compress concurrently (a shared compressor corrupted frames)."""
+    import threading
+
+    bodies = [json.dumps({"n": i, "pad": "x" * (2000 + i)}).encode() for i in range(16)]
+    failures: list[str] = []
+    start = threading.Barrier(len(bodies))
+
+    def work(body: bytes) -> None:
+        start.wait()
+        try:
+            for _ in range(300):
+                if zstandard.ZstdDecompressor().decompress(compress(body, "zstd")) != body:
+                    failures.append("mismatch")
+                    return
+        except zstandard.ZstdError as exc:
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(b,)) for b in bodies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []

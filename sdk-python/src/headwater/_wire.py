@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import struct
+import threading
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -29,7 +30,16 @@ BATCH_SCHEMA = fastavro.parse_schema({
     ],
 })
 _SDK_JSON = json.dumps({"name": SDK_NAME, "version": __version__}, separators=(",", ":"))
-_ZSTD = zstandard.ZstdCompressor(level=3)
+# A ZstdCompressor is not thread-safe (shared by the sender threads of several clients it produced corrupt
+# frames and crashed the interpreter): one per thread, reused across that thread's batches.
+_LOCAL = threading.local()
+
+
+def _zstd() -> zstandard.ZstdCompressor:
+    compressor: zstandard.ZstdCompressor | None = getattr(_LOCAL, "zstd", None)
+    if compressor is None:
+        compressor = _LOCAL.zstd = zstandard.ZstdCompressor(level=3)
+    return compressor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +97,7 @@ def avro_record(envelope: dict[str, Any], sent_at: int) -> dict[str, Any]:
 def compress(body: bytes, encoding: str) -> bytes:
     """The body compressed with `encoding` (zstd, gzip or identity)."""
     if encoding == "zstd":
-        return bytes(_ZSTD.compress(body))
+        return bytes(_zstd().compress(body))
     if encoding == "gzip":
         return gzip.compress(body, compresslevel=6)
     return body
