@@ -37,11 +37,7 @@ class ManagedProcess:
             pid = int(self.pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except FileNotFoundError:
-            cmdline = ""
-        if self.marker not in cmdline or _is_zombie(pid):
+        if self.marker not in _cmdline(pid) or _is_zombie(pid):
             self.pid_file.unlink(missing_ok=True)
             return None
         return pid
@@ -64,9 +60,10 @@ class ManagedProcess:
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """SIGTERM the process group, wait up to `timeout_s`, then SIGKILL. True if something was stopped."""
+        group = self._recorded_pid()
         pid = self.pid()
         if pid is None:
-            return False
+            return self._kill_leftovers(group)
         _signal_group(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -82,6 +79,29 @@ class ManagedProcess:
         self.pid_file.unlink(missing_ok=True)
         return True
 
+    def _recorded_pid(self) -> int | None:
+        try:
+            return int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _kill_leftovers(self, group: int | None) -> bool:
+        """SIGKILL what is left of a group whose leader died (a crashed supervisor's workers, say).
+
+        Only members whose command line carries the marker: a stale pid file must never hit another program.
+        """
+        if group is None:
+            return False
+        members = [pid for pid in _group_members(group) if self.marker in _cmdline(pid)]
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in members) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.pid_file.unlink(missing_ok=True)
+        return bool(members)
+
     def kill(self) -> None:
         """SIGKILL the process group at once (fault injection: no clean shutdown)."""
         pid = self.pid()
@@ -95,6 +115,28 @@ class ManagedProcess:
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _group_members(group: int) -> list[int]:
+    """Live processes whose process group id is `group`."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
 
 
 def _is_zombie(pid: int) -> bool:

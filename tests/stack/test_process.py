@@ -1,0 +1,63 @@
+"""Process management: stop() leaves no member of a service's process group behind, even without its leader."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from stack.process import ManagedProcess, _group_members
+
+pytestmark = pytest.mark.integration
+
+SUPERVISOR = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", sys.argv[1]])
+time.sleep(300)
+"""
+
+
+def _wait(condition: object, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_stop_kills_the_members_left_by_a_crashed_leader(tmp_path: Path) -> None:
+    marker = f"hw-test-{uuid.uuid4().hex}"
+    proc = ManagedProcess("svc", tmp_path / "svc.pid", marker)
+    leader = proc.start([sys.executable, "-c", SUPERVISOR, marker], tmp_path / "svc.log")
+    assert _wait(lambda: len(_group_members(leader)) == 2)
+    child = next(pid for pid in _group_members(leader) if pid != leader)
+
+    os.kill(leader, signal.SIGKILL)  # the supervisor crashes; its worker lives on in the same group
+    assert _wait(lambda: proc.pid() is None)
+    assert Path(f"/proc/{child}").exists()
+
+    # A later `python -m stack down` knows only the pid file, which pid() removed: stop() must still clean up.
+    (tmp_path / "svc.pid").write_text(f"{leader}\n")
+    later = ManagedProcess("svc", tmp_path / "svc.pid", marker)
+    assert later.stop(timeout_s=5) is True
+    assert _group_members(leader) == []
+    assert not (tmp_path / "svc.pid").exists()
+
+
+def test_stop_never_touches_a_group_member_without_the_marker(tmp_path: Path) -> None:
+    marker = f"hw-test-{uuid.uuid4().hex}"
+    other = ManagedProcess("other", tmp_path / "other.pid", marker)
+    leader = other.start([sys.executable, "-c", "import time; time.sleep(300)", marker], tmp_path / "o.log")
+    try:
+        stale = ManagedProcess("svc", tmp_path / "svc.pid", "a-marker-nobody-has")
+        (tmp_path / "svc.pid").write_text(f"{leader}\n")
+        assert stale.stop(timeout_s=1) is False
+        assert Path(f"/proc/{leader}").exists()
+    finally:
+        other.stop(timeout_s=5)
