@@ -14,14 +14,23 @@ from typing import Any
 
 import aiohttp
 import pytest
-import zstandard
 from aiohttp import web
 
 from gateway.app import build_app
 from gateway.auth import hash_key, parse_keys
 from gateway.config import GatewayConfig, Limits
 from gateway.server import make_runner
-from tests.gateway.helpers import WRITE_KEY, FakeProducer, FakeRegistry, batch, dumps, page_view, routes
+from tests.gateway.helpers import (
+    WRITE_KEY,
+    FakeProducer,
+    FakeRegistry,
+    batch,
+    dumps,
+    json_headers,
+    page_view,
+    routes,
+    zstd,
+)
 
 pytestmark = pytest.mark.unit
 REVOKED = "hw_revoked-key-0123456789abcdefghijklmnopqrstuvwxyz"
@@ -76,14 +85,8 @@ def run(test: Callable[..., Awaitable[None]], **cfg: Any) -> Callable[[], None]:
 
 
 def headers(encoding: str = "zstd", key: str | None = WRITE_KEY, ctype: str = "application/json") -> dict[str, str]:
-    h = {"Content-Type": ctype, "Content-Encoding": encoding}
-    if key is not None:
-        h["Authorization"] = f"Bearer {key}"
-    return h
-
-
-def zstd(data: bytes) -> bytes:
-    return zstandard.ZstdCompressor().compress(data)
+    """helpers.json_headers with this module's write key as the default."""
+    return json_headers(key, encoding, ctype)
 
 
 async def post(session: aiohttp.ClientSession, url: str, body: bytes, hdrs: dict[str, str]) -> tuple[int, Any, Any]:
