@@ -9,7 +9,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import fastavro
 
@@ -30,8 +30,7 @@ class AvroBatch:
     events: list[bytes]
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
+class Envelope(NamedTuple):
     """The first five fields every event schema starts with (the order the schemas guarantee)."""
 
     event_id: str

@@ -46,6 +46,9 @@ def kafka_config(bootstrap: str, transactional_id: str, delivery_timeout_s: floa
         "queue.buffering.max.kbytes": 256 * 1024,
         "message.max.bytes": 1024 * 1024 + 1024,
         "reconnect.backoff.max.ms": 1000,
+        # Success is learnt from commit_transaction; a delivery report per record would take the GIL once per
+        # record inside the commit (measured: 13 % of a worker's CPU under load). Failures are still reported.
+        "delivery.report.only.error": True,
         "error_cb": _log_error,
     }
 
