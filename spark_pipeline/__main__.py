@@ -12,8 +12,9 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from spark_pipeline import job
+from spark_pipeline.audit import net_loss
 from spark_pipeline.config import ConfigError, PipelineConfig
-from spark_pipeline.session import REPO_ROOT
+from spark_pipeline.session import REPO_ROOT, build_session
 from stack.envfile import read_env
 
 
@@ -25,12 +26,16 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="the streaming job (until stopped)")
     run.add_argument("--available-now", action="store_true", help="process what the topic holds now, then exit")
     run.add_argument("--console", action="store_true", help="also print the live aggregates")
+    run.add_argument("--queries", choices=sorted(job.QUERY_GROUPS), default="all",
+                     help="all queries in one application (default), or only the live aggregates / the Parquet "
+                          "outputs, to run them as two applications")
     run.add_argument("--output", type=Path, help="output root (default HEADWATER_PIPELINE_DIR)")
     replay = sub.add_parser("replay", help="recompute the aggregates from an offset range (batch)")
     replay.add_argument("--output", type=Path, required=True, help="folder for the replay's Parquet outputs")
     replay.add_argument("--starting-offsets", default="earliest", help="'earliest' or Spark's offsets JSON")
     replay.add_argument("--ending-offsets", default="latest", help="'latest' or Spark's offsets JSON")
-    audit = sub.add_parser("audit", help="print the seq-gap loss audit over the events output")
+    audit = sub.add_parser("audit", help="print the seq-gap loss audits: batch over the events output, "
+                                         "and the streaming job's loss_audit output")
     audit.add_argument("--output", type=Path, help="output root (default HEADWATER_PIPELINE_DIR)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -47,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.console:
             cfg = cfg.with_overrides(console=True)
         try:
-            job.run(cfg, available_now=args.available_now)
+            job.run(cfg, available_now=args.available_now, group=args.queries)
         except KeyboardInterrupt:
             return 130
         return 0
@@ -57,11 +62,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {counts[name]} rows -> {args.output / name}")
         print(json.dumps({"replay": str(args.output), **counts}))
         return 0
-    events = job.Outputs(cfg.output_dir).events
-    if not (events / "_spark_metadata").is_dir():
-        print(f"no events output at {events}: run `python -m spark_pipeline run` first", file=sys.stderr)
+    out = job.Outputs(cfg.output_dir)
+    has_events, has_stream = ((path / "_spark_metadata").is_dir() for path in (out.events, out.loss_audit))
+    if not (has_events or has_stream):
+        print(f"no events or loss_audit output under {out.root}: run `python -m spark_pipeline run` first",
+              file=sys.stderr)
         return 1
-    job.audit(cfg).orderBy(F.desc("missing"), "producer_id").show(100, truncate=False)
+    spark = build_session("headwater-audit")
+    if has_events:
+        print(f"batch loss audit over {out.events} (every hole up to each producer's highest seq):")
+        job.audit(cfg, spark).orderBy(F.desc("missing"), "producer_id").show(100, truncate=False)
+    if has_stream:
+        reports = spark.read.parquet(str(out.loss_audit))
+        print(f"streaming loss audit {out.loss_audit}, per producer (still_missing = reported - arrived late):")
+        net_loss(reports).orderBy(F.desc("still_missing"), "producer_id").show(100, truncate=False)
+        print("its rows, newest first:")
+        reports.drop("date").orderBy(F.desc("detected_at"), "producer_id", "first_seq").show(100, truncate=False)
     return 0
 
 

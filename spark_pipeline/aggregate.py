@@ -8,7 +8,6 @@ batch forms are exact over the whole input.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -16,11 +15,29 @@ from pyspark.sql import functions as F
 
 @dataclass(frozen=True)
 class WindowSpec:
-    """A window by event time: tumbling when `slide` is None, sliding otherwise."""
+    """A window by event time: tumbling when `slide` is None, sliding otherwise (`duration` a multiple of `slide`)."""
 
     name: str
     duration: str
     slide: str | None = None
+
+    def micros(self) -> tuple[int, int]:
+        """(length, slide) in microseconds."""
+        length = _micros(self.duration)
+        slide = _micros(self.slide) if self.slide else length
+        if length % slide:
+            raise ValueError(f"window {self.name}: {self.duration} is not a multiple of {self.slide}")
+        return length, slide
+
+
+# The column metadata Spark's withWatermark sets (EventTimeWatermark.delayKey); `window()` copies it too.
+_WATERMARK_KEY = "spark.watermarkDelayMs"
+_UNITS = {"second": 1_000_000, "minute": 60_000_000, "hour": 3_600_000_000}
+
+
+def _micros(duration: str) -> int:
+    count, unit = duration.split()
+    return int(count) * _UNITS[unit.rstrip("s")]
 
 
 WINDOWS = (WindowSpec("10s", "10 seconds"), WindowSpec("1m", "1 minute"), WindowSpec("5m/1m", "5 minutes", "1 minute"))
@@ -55,22 +72,41 @@ def _metrics() -> list[Column]:
     ]
 
 
+def window_instances(windows: tuple[WindowSpec, ...], time_col: str = "event_time") -> Column:
+    """An array of (granularity, start, end): every window of every spec that contains the row's time.
+
+    The same windows as Spark's `window()` (start = time floored to the slide, minus k slides), but for all
+    specs in one expression: `window()` allows one spec per projection, and a union of one projection per spec
+    made a streaming plan read, decode and deduplicate the input once per spec.
+    """
+    t = F.unix_micros(F.col(time_col))
+    instances = []
+    for w in windows:
+        length, slide = w.micros()
+        floor = t - F.pmod(t, F.lit(slide))
+        for k in range(length // slide):
+            start = floor - F.lit(k * slide)
+            instances.append(F.struct(F.lit(w.name).alias("granularity"), F.timestamp_micros(start).alias("start"),
+                                      F.timestamp_micros(start + F.lit(length)).alias("end")))
+    return F.array(*instances)
+
+
 def windowed_aggregates(df: DataFrame, windows: tuple[WindowSpec, ...] = WINDOWS) -> DataFrame:
     """Counts by event type and region, distinct users, sum/avg/p95 of `metric_value`, for every window spec.
 
-    One aggregation over the union of the window specs (tagged by `granularity`), so a streaming job keeps
-    one state store for all of them.
+    Each row is exploded into the windows that contain it (tagged by `granularity`) and one aggregation
+    covers them all, so a streaming job keeps one state store and reads its input once. Streaming:
+    `window_end` carries the event-time watermark's column metadata, as the column `window()` makes does,
+    so the aggregation evicts (and, in append mode, emits) a window once the watermark (newest event time
+    minus the lateness) passes its end, and drops rows arriving for windows already final.
     """
-    tagged = [
-        df.select(F.lit(w.name).alias("granularity"),
-                  (F.window("event_time", w.duration, w.slide) if w.slide else F.window("event_time", w.duration))
-                  .alias("window"), *GROUP_KEYS, "user_id", "metric_value")
-        for w in windows
-    ]
-    unioned = reduce(DataFrame.unionByName, tagged)
-    grouped = unioned.groupBy("granularity", "window", *GROUP_KEYS).agg(*_metrics())
-    return grouped.select("granularity", F.col("window.start").alias("window_start"),
-                          F.col("window.end").alias("window_end"), *GROUP_KEYS, "events", "distinct_users",
+    watermark = {k: v for k, v in df.schema["event_time"].metadata.items() if k == _WATERMARK_KEY}
+    exploded = df.select(F.explode(window_instances(windows)).alias("w"), *GROUP_KEYS, "user_id", "metric_value")
+    flat = exploded.select(F.col("w.granularity").alias("granularity"), F.col("w.start").alias("window_start"),
+                           F.col("w.end").alias("window_end", metadata=watermark), *GROUP_KEYS, "user_id",
+                           "metric_value")
+    grouped = flat.groupBy("granularity", "window_start", "window_end", *GROUP_KEYS).agg(*_metrics())
+    return grouped.select("granularity", "window_start", "window_end", *GROUP_KEYS, "events", "distinct_users",
                           "value_sum", "value_avg", "value_p95")
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from spark_pipeline.session import REPO_ROOT
 
 DEFAULT_NODES_FILE = Path(__file__).resolve().parent / "data" / "nodes.csv"
-_DURATION = re.compile(r"\d+ (second|minute|hour)s?")
+_DURATION = re.compile(r"(\d+) (second|minute|hour)s?")
+_UNIT_MS = {"second": 1000, "minute": 60_000, "hour": 3_600_000}
 
 
 class ConfigError(ValueError):
@@ -25,6 +26,8 @@ class PipelineConfig:
     `lateness` is the watermark delay: how far behind the newest event time an event may arrive and still
     be deduplicated and counted by the streaming queries (later ones are counted only by `replay`); it is
     also the dedup horizon (a retried duplicate is recognised while its first copy is within it).
+    `loss_grace` is how long a seq gap stays open before the streaming loss audit reports it (processing
+    time; None: the lateness).
     """
 
     bootstrap: str = "127.0.0.1:9092"
@@ -38,14 +41,19 @@ class PipelineConfig:
     lateness: str = "30 seconds"
     max_offsets_per_trigger: int = 200_000
     live_trigger: str = "0 seconds"
-    file_trigger: str = "10 seconds"
+    file_trigger: str = "30 seconds"
     registry_poll_s: float = 30.0
     console: bool = False
     starting_offsets: str = "earliest"
+    loss_grace: str | None = None
 
     @property
     def checkpoint_dir(self) -> Path:
         return self.output_dir / "checkpoints"
+
+    @property
+    def loss_grace_ms(self) -> int:
+        return duration_ms(self.loss_grace or self.lateness)
 
     def with_overrides(self, **changes: object) -> PipelineConfig:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -60,6 +68,7 @@ class PipelineConfig:
             value = env.get(name, "").strip()
             return value or default
 
+        lateness = _duration(env, "HEADWATER_LATENESS", d.lateness)
         cfg = cls(
             bootstrap=get("KAFKA_BOOTSTRAP", d.bootstrap),
             registry_url=get("REGISTRY_URL", d.registry_url).rstrip("/"),
@@ -69,13 +78,14 @@ class PipelineConfig:
             aggregate_subject=get("HEADWATER_AGGREGATE_SUBJECT", d.aggregate_subject),
             output_dir=Path(get("HEADWATER_PIPELINE_DIR", str(d.output_dir))),
             nodes_file=Path(get("HEADWATER_NODE_INVENTORY", str(d.nodes_file))),
-            lateness=_duration(env, "HEADWATER_LATENESS", d.lateness),
+            lateness=lateness,
             max_offsets_per_trigger=_int(env, "HEADWATER_MAX_OFFSETS_PER_TRIGGER", d.max_offsets_per_trigger),
             live_trigger=_duration(env, "HEADWATER_LIVE_TRIGGER", d.live_trigger),
             file_trigger=_duration(env, "HEADWATER_FILE_TRIGGER", d.file_trigger),
             registry_poll_s=float(_int(env, "HEADWATER_REGISTRY_POLL_S", int(d.registry_poll_s))),
             console=get("HEADWATER_CONSOLE", "0") in ("1", "true", "yes"),
             starting_offsets=get("HEADWATER_STARTING_OFFSETS", d.starting_offsets),
+            loss_grace=_duration(env, "HEADWATER_LOSS_GRACE", lateness),
         )
         if not cfg.nodes_file.is_file():
             raise ConfigError(f"HEADWATER_NODE_INVENTORY: no such file {cfg.nodes_file}")
@@ -87,6 +97,14 @@ def _duration(env: Mapping[str, str], name: str, default: str) -> str:
     if not _DURATION.fullmatch(value):
         raise ConfigError(f"{name}={value!r}: expected '<n> seconds|minutes|hours'")
     return value
+
+
+def duration_ms(value: str) -> int:
+    """Milliseconds of a duration in the settings' form, '<n> seconds|minutes|hours' (singular too)."""
+    match = _DURATION.fullmatch(value.strip())
+    if not match:
+        raise ConfigError(f"{value!r}: expected '<n> seconds|minutes|hours'")
+    return int(match.group(1)) * _UNIT_MS[match.group(2)]
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

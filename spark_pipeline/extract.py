@@ -15,6 +15,10 @@ def _kafka_options(cfg: PipelineConfig) -> dict[str, str]:
         # Aborted gateway transactions (a batch that failed half-way) must never be counted.
         "kafka.isolation.level": "read_committed",
         "includeHeaders": "true",
+        # A read_committed range ends at a transaction marker no fetch returns: the task's last fetch then waits
+        # the broker's full fetch.max.wait.ms (500 ms by default) before it sees the range is done. Measured on
+        # the live query: Kafka stage 0.35 s usually, 1.7 s when that wait hit.
+        "kafka.fetch.max.wait.ms": "20",
     }
 
 

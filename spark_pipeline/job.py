@@ -1,9 +1,10 @@
 """Wires extract -> decode -> enrich/dedup/aggregate -> sinks, for the streaming job and the batch replay.
 
-Streaming (`run`): four queries, each with its own checkpoint: `events` (enriched, deduplicated rows to
+Streaming (`run`): five queries, each with its own checkpoint: `events` (enriched, deduplicated rows to
 Parquet by date), `deadletter` (undecodable records with the reason), `aggregates_live` (update mode to
-the aggregates topic) and `aggregates_final` (append mode, exact final windows to Parquet); with
-`console`, a fifth prints the live aggregates. A supervisor loop watches them: a batch that meets an
+the aggregates topic), `aggregates_final` (append mode, exact final windows to Parquet) and `loss_audit`
+(seq gaps per producer to Parquet, `audit.py`); with `console`, a sixth prints the live aggregates. A
+supervisor loop watches them: a batch that meets an
 unknown schema id fails before it commits; the loop then takes a new registry snapshot and restarts
 every query from its checkpoint, so a version registered while the job runs is picked up without
 restarting the process. The registry is also polled, so a new latest (reader) version is adopted the
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +26,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from spark_pipeline import aggregate, decode, enrich, extract, load
+from spark_pipeline.audit import idle_batches, loss_audit_stream
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.registry import RegistryClient, SchemaSnapshot
 from spark_pipeline.session import build_session
@@ -49,6 +53,10 @@ class Outputs:
         return self.root / "aggregates_final"
 
     @property
+    def loss_audit(self) -> Path:
+        return self.root / "loss_audit"
+
+    @property
     def checkpoints(self) -> Path:
         return self.root / "checkpoints"
 
@@ -65,33 +73,54 @@ def _streams(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot,
     return decoded, deduped, aggregate.windowed_aggregates(enrich.with_inventory(deduped, inventory))
 
 
+LIVE_QUERIES = ("aggregates_live", "console")
+FILE_QUERIES = ("events", "deadletter", "aggregates_final", "loss_audit")
+QUERY_GROUPS = {"all": LIVE_QUERIES + FILE_QUERIES, "live": LIVE_QUERIES, "files": FILE_QUERIES}
+
+
 def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, aggregate_schema_id: int,
-                  available_now: bool) -> list[StreamingQuery]:
-    """Build the plans from `snapshot` and start the queries."""
+                  available_now: bool, *, group: str = "all") -> list[StreamingQuery]:
+    """Build the plans from `snapshot` and start the queries of `group` (QUERY_GROUPS).
+
+    `live` and `files` let the latency-bound live aggregates and the Parquet outputs run as two applications
+    (README: "Spark pipeline: a 2-core machine"); `all` runs every query in this one.
+    """
     out = Outputs(cfg.output_dir)
     inventory = enrich.read_inventory(spark, cfg.nodes_file).cache()
+    wanted = QUERY_GROUPS[group]
 
     def ck(writer: DataStreamWriter, name: str, trigger: str) -> StreamingQuery:
         # A query's thread inherits the local properties set when it starts: its scheduler pool.
-        spark.sparkContext.setLocalProperty("spark.scheduler.pool", "live" if trigger == cfg.live_trigger else "files")
-        return load.checkpointed(writer, out.checkpoints, name, trigger, available_now).start()
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", "live" if name in LIVE_QUERIES else "files")
+        # The loss audit's timeout wants a batch at every trigger, even without data: never under availableNow.
+        idle = idle_batches(spark, None if available_now else trigger) if name == "loss_audit" else nullcontext()
+        with idle:
+            return load.checkpointed(writer, out.checkpoints, name, trigger, available_now).start()
 
     def streams() -> tuple[DataFrame, DataFrame, DataFrame]:
         return _streams(spark, cfg, snapshot, inventory)
 
-    enriched = enrich.enrich(streams()[1], inventory).withColumn("date", F.to_date("event_time"))
-    final = streams()[2].withColumn("date", F.to_date("window_start"))
-    queries = [
-        ck(load.parquet_sink(enriched, out.events, ["date"]), "events", cfg.file_trigger),
-        ck(load.parquet_sink(decode.dead_letters(streams()[0]), out.deadletter, ["date"]), "deadletter",
-           cfg.file_trigger),
-        ck(load.live_aggregates_sink(streams()[2], cfg.bootstrap, cfg.aggregates_topic, aggregate_schema_id),
-           "aggregates_live", cfg.live_trigger),
-        ck(load.parquet_sink(final, out.aggregates_final, ["date"]), "aggregates_final", cfg.file_trigger),
-    ]
+    def events() -> DataStreamWriter:
+        enriched = enrich.enrich(streams()[1], inventory).withColumn("date", F.to_date("event_time"))
+        return load.parquet_sink(enriched, out.events, ["date"])
+
+    def final() -> DataStreamWriter:
+        return load.parquet_sink(streams()[2].withColumn("date", F.to_date("window_start")), out.aggregates_final,
+                                 ["date"])
+
+    builders: dict[str, tuple[Callable[[], DataStreamWriter], str]] = {
+        "events": (events, cfg.file_trigger),
+        "deadletter": (lambda: load.parquet_sink(decode.dead_letters(streams()[0]), out.deadletter, ["date"]),
+                       cfg.file_trigger),
+        "aggregates_live": (lambda: load.live_aggregates_sink(streams()[2], cfg.bootstrap, cfg.aggregates_topic,
+                                                              aggregate_schema_id), cfg.live_trigger),
+        "aggregates_final": (final, cfg.file_trigger),
+        "loss_audit": (lambda: load.parquet_sink(loss_audit_stream(decode.events(streams()[0]), cfg.loss_grace_ms),
+                                                 out.loss_audit, ["date"]), cfg.file_trigger),
+    }
     if cfg.console and not available_now:
-        queries.append(ck(load.console_sink(streams()[2]), "console", "5 seconds"))
-    return queries
+        builders["console"] = (lambda: load.console_sink(streams()[2]), "5 seconds")
+    return [ck(build(), name, trigger) for name, (build, trigger) in builders.items() if name in wanted]
 
 
 def _stop(queries: list[StreamingQuery]) -> None:
@@ -127,16 +156,18 @@ def _supervise(queries: list[StreamingQuery], registry: RegistryClient, cfg: Pip
         time.sleep(0.5)
 
 
-def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | None = None) -> None:
-    """The streaming job; with `available_now`, process what is in the topic now and return."""
-    spark = spark or build_session("headwater-pipeline")
+def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | None = None,
+        group: str = "all") -> None:
+    """The streaming job (the queries of `group`); with `available_now`, process what is in the topic now and
+    return."""
+    spark = spark or build_session(f"headwater-pipeline-{group}")
     registry = RegistryClient(cfg.registry_url)
     aggregate_id = registry.register(cfg.aggregate_subject, load.AGGREGATE_SCHEMA_JSON)
     bad: frozenset[int] = frozenset()
     while True:
         snapshot = registry.snapshot(cfg.subject_prefix, bad)
         log.info("decoding %d writer schemas of %d subjects", len(snapshot.writers), len(snapshot.readers))
-        queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now)
+        queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now, group=group)
         for q in queries:
             log.info("started query %s (checkpoint %s)", q.name, Outputs(cfg.output_dir).checkpoints / str(q.name))
         try:

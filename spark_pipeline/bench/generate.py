@@ -39,23 +39,46 @@ class Event:
         return str(self.record["node_id"]).encode()
 
 
+def _words(rng: random.Random, count: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(count))
+
+
+_WORDS = ["alpine", "basalt", "cedar", "delta", "ember", "fjord", "granite", "harbor", "indigo", "juniper",
+          "kelp", "lagoon", "meadow", "nectar", "obsidian", "prairie", "quartz", "river", "sierra", "tundra"]
+
+
 def properties(event_type: str, rng: random.Random, n: int) -> dict[str, Any]:
-    """A properties record valid for every version of `event_type` (v1 writers ignore v2's fields)."""
+    """A properties record valid for every version of `event_type` (v1 writers ignore v2's fields).
+
+    Sized like production events (the design's 1-3 KB, Avro-encoded): long URLs and titles, campaign
+    parameters, several line items, dozens of metric tags.
+    """
     if event_type == "page_view":
-        return {"url": f"https://shop.example/p/{n % 50}", "path": f"/p/{n % 50}", "referrer": None,
-                "title": "Product", "user_agent": USER_AGENTS[n % len(USER_AGENTS)],
+        params = rng.sample(_WORDS, rng.randint(8, 20))
+        query = "&".join(f"{w}={uuid.UUID(int=rng.getrandbits(128)).hex}" for w in params)
+        return {"url": f"https://shop.example/p/{n % 50}?{query}", "path": f"/p/{n % 50}",
+                "referrer": f"https://search.example/?q={_words(rng, rng.randint(3, 12)).replace(' ', '+')}",
+                "title": f"Product {n % 50}: {_words(rng, rng.randint(5, 20))}",
+                "user_agent": USER_AGENTS[n % len(USER_AGENTS)],
                 "user_id": None if n % 4 == 0 else f"u{n % 97}", "session_id": f"s{n % 31}",
                 "viewport": {"width": 1280, "height": 720, "device_pixel_ratio": 1.0}, "locale": "en-GB",
-                "utm": {}, "load_time_ms": float(rng.randint(50, 3000)), "experiment_ids": ["exp-1"]}
+                "utm": {"utm_source": "newsletter", "utm_medium": "email", "utm_campaign": _words(rng, 4),
+                        "utm_content": _words(rng, rng.randint(2, 8)), "utm_term": _words(rng, 3)},
+                "load_time_ms": float(rng.randint(50, 3000)),
+                "experiment_ids": [f"exp-{rng.randrange(10**6):06d}-{_words(rng, 2)}"
+                                   for _ in range(rng.randint(4, 30))]}
     if event_type == "purchase":
-        price = round(rng.uniform(1, 200), 2)
-        return {"order_id": f"o{n}", "user_id": f"u{n % 97}", "currency": "EUR",
-                "line_items": [{"sku": "sku-1", "name": "thing", "category": None, "quantity": 1,
-                                "unit_price": price}],
-                "subtotal": price, "tax": 0.0, "shipping": 0.0, "total": price, "payment_method": "card",
+        items: list[dict[str, Any]] = [
+            {"sku": f"sku-{rng.randrange(10**6):06d}", "name": _words(rng, rng.randint(3, 9)),
+             "category": rng.choice([None, _words(rng, 2)]), "quantity": rng.randint(1, 3),
+             "unit_price": round(rng.uniform(1, 200), 2)} for _ in range(rng.randint(10, 28))]
+        subtotal = round(sum(i["quantity"] * i["unit_price"] for i in items), 2)
+        return {"order_id": f"o{n}", "user_id": f"u{n % 97}", "currency": "EUR", "line_items": items,
+                "subtotal": subtotal, "tax": 0.0, "shipping": 0.0, "total": subtotal, "payment_method": "card",
                 "coupon_code": None, "discount": None, "shipping_country": "DE"}
+    tags = {f"{rng.choice(_WORDS)}_{i}": _words(rng, rng.randint(1, 4)) for i in range(rng.randint(30, 90))}
     return {"host": f"h{n % 5}", "service": "api", "metric": "cpu", "kind": "gauge",
-            "value": round(rng.uniform(0, 100), 3), "unit": "percent", "tags": {}, "interval_ms": 1000,
+            "value": round(rng.uniform(0, 100), 3), "unit": "percent", "tags": tags, "interval_ms": 1000,
             "sample_count": 1}
 
 
