@@ -2,7 +2,7 @@
 over HTTP for the JSON and Avro paths, then ack latency at half the sustained load; end with one JSON line.
 
 The bound and the gateway worker each run alone on one core (core 0), while the broker, the registry and the
-load generator share the others (`gateway/bench/cpus.py`): both figures are then per core and neither pays for
+load generator share the others (`stack/cpus.py`): both figures are then per core and neither pays for
 the other side's work. Each is the best of two runs (a maximum on a shared, noisy machine).
 
 Variables: HEADWATER_BENCH_SECONDS (length of each sustained phase, default 8), HEADWATER_BENCH_CONCURRENCY
@@ -22,12 +22,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gateway.bench import cpus
 from gateway.bench.bound import run_bound
 from gateway.bench.load import at_rate, percentile, sustained
 from gateway.bench.workload import EVENTS_PER_BATCH, Workload
 from gateway.registry import HttpRegistry, SchemaCache
 from gateway.schemas import load_routes
+from stack import cpus
 from stack.config import StackConfig
 from stack.launcher import Stack
 from stack.services import services

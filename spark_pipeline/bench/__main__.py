@@ -1,7 +1,8 @@
 """Pipeline benchmark: decode/aggregate throughput on local[2] and created_at -> aggregate-visible latency.
 
     python -m spark_pipeline.bench [--events 200000] [--seconds 30] [--warmup 20] [--rate 400]
-        [--modes throughput,microbatch,microbatch_one_app,realtime] [--no-gateway] [--env-file PATH]
+        [--modes throughput,microbatch,microbatch_live_only,microbatch_one_app,realtime] [--no-gateway]
+        [--env-file PATH]
 
 Reads the stack's endpoints from `.headwater/stack.env` (or --env-file); posts through the gateway when
 the stack has one (GATEWAY_URL + HEADWATER_WRITE_KEY), else produces straight to Kafka. Prints the
@@ -70,6 +71,8 @@ def _latency_run(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnaps
     elif mode == "microbatch":  # two applications: live queries here, the Parquet outputs niced in another
         files = _files_app(cfg, env_file)
         queries = job.start_queries(spark, cfg, snapshot, agg_id, available_now=False, group="live")
+    elif mode == "microbatch_live_only":  # the live queries alone (the Parquet application on other machines)
+        queries = job.start_queries(spark, cfg, snapshot, agg_id, available_now=False, group="live")
     else:  # microbatch_one_app: every query in this application
         queries = job.start_queries(spark, cfg, snapshot, agg_id, available_now=False)
     obs, stop, ready = latency.Observations(), threading.Event(), threading.Event()
@@ -135,7 +138,8 @@ def main() -> None:
                         help="seconds of the same traffic sent before the latency run (not measured)")
     parser.add_argument("--modes", default="throughput,microbatch",
                         help="comma-separated: throughput, microbatch (live queries here, the Parquet outputs as a "
-                             "second, niced application), microbatch_one_app (every query in this application), "
+                             "second, niced application), microbatch_live_only (the live queries alone), "
+                             "microbatch_one_app (every query in this application), "
                              "realtime (real-time mode runs every stage at once: give it enough task slots, e.g. "
                              "SPARK_MASTER=local[12])")
     parser.add_argument("--no-gateway", action="store_true", help="produce straight to Kafka")

@@ -1,4 +1,4 @@
-"""Unit tests of the bench's CPU pinning: the plan, finding a process tree, pinning every thread of it."""
+"""Unit tests of benchmark CPU pinning: the plan, finding a process tree, pinning every thread of it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from gateway.bench import cpus
+from stack import cpus
 
 pytestmark = pytest.mark.unit
 

@@ -1,5 +1,5 @@
-"""Pins the bench's processes to CPUs: the measured one (in-process bound or gateway worker) gets a core of its own,
-the broker, registry and load generator share the others, so neither figure pays for the other side's work."""
+"""Pins benchmark processes to CPUs: the measured one (the gateway bound or worker, the live Spark application) gets a
+core of its own, the rest share the others, so a figure does not pay for the work around it."""
 
 from __future__ import annotations
 
