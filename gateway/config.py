@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.env import env_float, env_int
 from gateway.auth import KeyStore, parse_keys
 
 
@@ -15,25 +16,12 @@ class ConfigError(ValueError):
     """A gateway environment variable has a value that cannot be used; the message names it."""
 
 
-def _num(env: Mapping[str, str], name: str, default: float, lo: float, hi: float, *, kind: type = int) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not {'an integer' if kind is int else 'a number'}") from None
-    if not lo <= value <= hi:
-        raise ConfigError(f"{name}={value} is outside [{lo}, {hi}]")
-    return float(value) if kind is float else int(value)
-
-
 def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
-    return int(_num(env, name, default, lo, hi, kind=int))
+    return env_int(env, name, default, lo, hi, error=ConfigError)
 
 
 def _float(env: Mapping[str, str], name: str, default: float, lo: float, hi: float) -> float:
-    return _num(env, name, default, lo, hi, kind=float)
+    return env_float(env, name, default, lo, hi, error=ConfigError)
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

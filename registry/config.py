@@ -18,6 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from common.env import env_int
 from registry.compat import normalize_level
 
 
@@ -65,13 +66,4 @@ class RegistryConfig:
 
 
 def _number(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
-    raw = env.get(name)
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not an integer") from None
-    if not lo <= value <= hi:
-        raise ConfigError(f"{name}={value} is outside [{lo}, {hi}]")
-    return value
+    return env_int(env, name, default, lo, hi, error=ConfigError)

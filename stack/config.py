@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.env import env_int
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -15,16 +17,7 @@ class ConfigError(ValueError):
 
 
 def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not an integer") from None
-    if not lo <= value <= hi:
-        raise ConfigError(f"{name}={value} is outside [{lo}, {hi}]")
-    return value
+    return env_int(env, name, default, lo, hi, error=ConfigError)
 
 
 @dataclass(frozen=True)
