@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from spark_pipeline.config import duration_ms
+
 
 @dataclass(frozen=True)
 class WindowSpec:
@@ -23,8 +25,8 @@ class WindowSpec:
 
     def micros(self) -> tuple[int, int]:
         """(length, slide) in microseconds."""
-        length = _micros(self.duration)
-        slide = _micros(self.slide) if self.slide else length
+        length = duration_ms(self.duration) * 1000
+        slide = duration_ms(self.slide) * 1000 if self.slide else length
         if length % slide:
             raise ValueError(f"window {self.name}: {self.duration} is not a multiple of {self.slide}")
         return length, slide
@@ -32,12 +34,6 @@ class WindowSpec:
 
 # The column metadata Spark's withWatermark sets (EventTimeWatermark.delayKey); `window()` copies it too.
 _WATERMARK_KEY = "spark.watermarkDelayMs"
-_UNITS = {"second": 1_000_000, "minute": 60_000_000, "hour": 3_600_000_000}
-
-
-def _micros(duration: str) -> int:
-    count, unit = duration.split()
-    return int(count) * _UNITS[unit.rstrip("s")]
 
 
 WINDOWS = (WindowSpec("10s", "10 seconds"), WindowSpec("1m", "1 minute"), WindowSpec("5m/1m", "5 minutes", "1 minute"))
