@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+import fastavro
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
@@ -41,6 +42,13 @@ TYPED_FIELDS: dict[str, dict[str, list[str]]] = {
 }
 TYPED_COLUMNS = {"user_id": "string", "user_agent": "string", "metric_value": "double"}
 HEADERS = ["received_at", "client_ip", "user_agent", "batch_id", "source"]
+ROW_COLUMNS = [*ENVELOPE, "properties_json", *TYPED_COLUMNS]
+# What the aggregates and the loss audit read: decoding only these (`decode(fields=...)`) lets Avro skip the
+# bulk of each record (URLs, line items, tags) instead of building it and re-encoding it as JSON.
+AGGREGATE_FIELDS = frozenset({"event_id", "event_type", "producer_id", "seq", "node_id", "created_at",
+                              "received_at", "user_id", "metric_value"})
+# events() derives received_at and event_time from these.
+_ALWAYS = frozenset({"created_at", "received_at"})
 
 
 def unknown_schema_ids(error_text: str) -> set[int]:
@@ -75,9 +83,38 @@ def _subject_columns(snapshot: SchemaSnapshot) -> dict[str, str]:
     return {subject: f"d{i}" for i, subject in enumerate(sorted(snapshot.readers))}
 
 
-def _decoded_struct(snapshot: SchemaSnapshot, subject: str) -> Column:
-    """The subject's reader-schema struct, decoded with the writer schema the record's id names."""
-    reader = snapshot.readers[subject].schema
+def projected_reader(reader_schema: str, event_type: str, fields: frozenset[str]) -> str:
+    """The reader schema cut down to what the flat-row columns `fields` read; Avro skips the rest.
+
+    Skipping a field reads only its lengths, so a record decodes at a fraction of the cost of the full
+    reader. Every kept field is kept whole (type, default, doc), so Avro's resolution against older writers
+    is unchanged. Falls back to the full schema when cutting would orphan a named type another field uses.
+    """
+    parsed: dict[str, Any] = json.loads(reader_schema)
+    sources = TYPED_FIELDS.get(event_type, {})
+    wanted_props = {src for name in fields & TYPED_COLUMNS.keys() for src in sources.get(name, [])}
+    kept = []
+    for f in parsed.get("fields", []):
+        if f["name"] == "properties" and isinstance(f["type"], dict) and f["type"].get("type") == "record":
+            if "properties_json" in fields:
+                kept.append(f)
+            elif wanted_props:
+                props = [p for p in f["type"]["fields"] if p["name"] in wanted_props]
+                kept.append({**f, "type": {**f["type"], "fields": props}})
+        elif f["name"] in fields:
+            kept.append(f)
+    projected = json.dumps({**parsed, "fields": kept})
+    try:
+        fastavro.parse_schema(json.loads(projected))
+    except (fastavro.schema.SchemaParseException, ValueError):  # UnknownType is a ValueError
+        return reader_schema
+    return projected
+
+
+def _decoded_struct(snapshot: SchemaSnapshot, subject: str, fields: frozenset[str]) -> Column:
+    """The subject's reader-schema struct (projected to `fields`), decoded with the writer schema the record's
+    id names."""
+    reader = projected_reader(snapshot.readers[subject].schema, subject.rsplit(".", 1)[-1], fields)
     out: Column | None = None
     for sid, w in sorted(snapshot.writers.items()):
         if w.subject != subject:
@@ -98,25 +135,41 @@ def _properties_fields(reader_schema: str) -> set[str]:
     return set()
 
 
-def _row_of(snapshot: SchemaSnapshot, subject: str, col: str) -> Column:
-    """The flat event row (as a struct) from one subject's decoded column."""
+def _row_of(snapshot: SchemaSnapshot, subject: str, col: str, fields: frozenset[str]) -> Column:
+    """The flat event row (as a struct of the ROW_COLUMNS in `fields`) from one subject's decoded column."""
     d = F.col(col)
     event_type = subject.rsplit(".", 1)[-1]
     present = _properties_fields(snapshot.readers[subject].schema)
-    typed = []
-    for name, spark_type in TYPED_COLUMNS.items():
-        sources = [d["properties"][src] for src in TYPED_FIELDS.get(event_type, {}).get(name, []) if src in present]
-        value = F.coalesce(*sources) if sources else F.lit(None)
-        typed.append(value.cast(spark_type).alias(name))
-    return F.struct(*[d[c].alias(c) for c in ENVELOPE], F.to_json(d["properties"]).alias("properties_json"), *typed)
+    columns = []
+    for name in ROW_COLUMNS:
+        if name not in fields:
+            continue
+        if name == "properties_json":
+            columns.append(F.to_json(d["properties"]).alias(name))
+        elif name in TYPED_COLUMNS:
+            sources = [d["properties"][src] for src in TYPED_FIELDS.get(event_type, {}).get(name, []) if src in present]
+            value = F.coalesce(*sources) if sources else F.lit(None)
+            columns.append(value.cast(TYPED_COLUMNS[name]).alias(name))
+        else:
+            columns.append(d[name].alias(name))
+    return F.struct(*columns)
 
 
-def decode(framed: DataFrame, snapshot: SchemaSnapshot, strict: bool) -> DataFrame:
+def decode(framed: DataFrame, snapshot: SchemaSnapshot, strict: bool,
+           fields: frozenset[str] | None = None) -> DataFrame:
     """Add `event` (the flat row, null if undecodable) and `error` (the dead-letter reason, null if decoded).
+
+    `fields`: the ROW_COLUMNS to decode (default all; `created_at` and `received_at` always). A projected
+    decode still walks every byte of the record (a truncated or mis-framed record still fails), but skips
+    instead of building what it does not keep, so only a full decode proves a record wholly valid: the
+    dead-letter output comes from a full one.
 
     Two projections on purpose: the first decodes each record once into its subject's column, the second
     only reads those columns (Spark does not merge projections that would repeat an expensive expression).
     """
+    wanted = frozenset(ROW_COLUMNS) if fields is None else frozenset(fields) | _ALWAYS
+    if unknown_fields := wanted - set(ROW_COLUMNS):
+        raise ValueError(f"not columns of the event row: {sorted(unknown_fields)}")
     columns = _subject_columns(snapshot)
     known = list(snapshot.writers)
     sid = F.col("schema_id")
@@ -126,8 +179,9 @@ def decode(framed: DataFrame, snapshot: SchemaSnapshot, strict: bool) -> DataFra
     # spark_partition_id() is nondeterministic (and always >= 0): it stops the optimizer from pushing the
     # `error` filters of `events`/`dead_letters` below this projection, which would repeat every from_avro.
     barrier = ~bad_frame & (F.spark_partition_id() >= 0)
-    step1 = framed.select("*", *[F.when(barrier, _decoded_struct(snapshot, s)).alias(c) for s, c in columns.items()])
-    rows = [F.when(F.col(c).isNotNull(), _row_of(snapshot, s, c)) for s, c in columns.items()]
+    step1 = framed.select("*", *[F.when(barrier, _decoded_struct(snapshot, s, wanted)).alias(c)
+                                 for s, c in columns.items()])
+    rows = [F.when(F.col(c).isNotNull(), _row_of(snapshot, s, c, wanted)) for s, c in columns.items()]
     event = F.coalesce(*rows) if rows else F.lit(None)
     error = F.when(F.lit(False), F.lit(None).cast("string"))
     if strict:  # in `error` because every query reads it (an unused column would be pruned away)

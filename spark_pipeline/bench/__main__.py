@@ -116,7 +116,7 @@ def _realtime_query(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSn
     raw = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", cfg.bootstrap)
            .option("subscribe", cfg.events_topic).option("kafka.isolation.level", "read_committed")
            .option("includeHeaders", "true").option("startingOffsets", "latest").load())
-    events = decode.events(decode.decode(decode.frame(raw), snapshot, strict=False))
+    events = decode.events(decode.decode(decode.frame(raw), snapshot, strict=False, fields=decode.AGGREGATE_FIELDS))
     inventory = enrich.read_inventory(spark, cfg.nodes_file).cache()
     # dropDuplicatesWithinWatermark is not on real-time mode's allowlist; dropDuplicates over (event_id,
     # event_time) is the same for retries (a retried event keeps its created_at) and its state expires too.

@@ -47,6 +47,20 @@ def test_decode_resolves_both_versions_of_every_type_to_the_latest(spark: SparkS
                       "truncated: shorter than the 5-byte header", "unknown schema id 999"]
 
 
+def test_decoding_only_the_aggregate_fields_gives_the_same_values(spark: SparkSession) -> None:
+    snapshot, ids = catalog_snapshot()
+    raw = kafka_frame(spark, [*framed(Encoder(ids), list(generate(24))), (b"\x00\x00\x00\x03\xe7xx", [])])
+    full = decode.events(decode.decode(decode.frame(raw), snapshot, strict=False))
+    projected = decode.events(decode.decode(decode.frame(raw), snapshot, strict=False,
+                                            fields=decode.AGGREGATE_FIELDS))
+    assert set(projected.columns) >= decode.AGGREGATE_FIELDS
+    assert not {"properties_json", "context", "user_agent", "sdk_name"} & set(projected.columns)
+    columns = sorted(set(projected.columns) - {"kafka_timestamp"})
+    assert sorted(map(tuple, projected.select(columns).collect())) == sorted(map(tuple, full.select(columns).collect()))
+    with pytest.raises(ValueError, match="not columns of the event row"):
+        decode.decode(decode.frame(raw), snapshot, strict=False, fields=frozenset({"nope"}))
+
+
 def test_strict_decoding_fails_the_batch_on_an_unknown_schema_id(spark: SparkSession) -> None:
     snapshot, _ = catalog_snapshot()
     raw = kafka_frame(spark, [(b"\x00\x00\x00\x03\xe7xx", [])])
