@@ -22,7 +22,7 @@ already seen report nothing.
 In Spark (`loss_audit_stream`): `applyInPandasWithState` grouped by producer_id, with a processing-time
 timeout set to the moment the oldest open gap's grace ends, so a producer that goes quiet still has its
 last gap reported (timeouts are checked at each trigger, so after at most grace + one file trigger; with
-`--available-now` or a 0 s file trigger only in batches with data, see `idle_batches`).
+`--available-now` or a 0 s file trigger only in batches with data, see `idle_batch_settings`).
 It reads every decoded event, not the deduplicated ones: an event later than the watermark is still an
 event that arrived. A producer's state (a few longs once its gaps are closed) is kept for as long as the
 checkpoint lives; a job started after a producer's first events (`startingOffsets=latest`, or after Kafka
@@ -35,16 +35,16 @@ import bisect
 import functools
 import struct
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pandas as pd  # type: ignore[import-untyped]
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from spark_pipeline.config import duration_ms
+from spark_pipeline.session import NO_DATA_BATCHES
 
 # Seq ranges seen above next_expected kept per producer (3 longs each); more open gaps than this and the
 # oldest are reported at once.
@@ -266,29 +266,17 @@ def loss_audit_stream(events: DataFrame, grace_ms: int) -> DataFrame:
                           detected.alias("detected_at"), F.to_date(detected).alias("date"))
 
 
-_NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
-
-
-@contextmanager
-def idle_batches(spark: SparkSession, trigger: str | None) -> Iterator[None]:
-    """Start the loss audit query inside this: no-data batches only on a positive trigger (None: availableNow).
+def idle_batch_settings(trigger: str | None) -> dict[str, str]:
+    """The loss audit query's session settings (`session.query_conf`): no-data batches only on a positive
+    trigger (None: availableNow).
 
     A processing-time timeout makes Spark run a batch at every trigger even without new data; that is what
     reports a quiet producer's gap. Under availableNow it never ends (Spark 4.3 keeps running no-data
     batches: the query never stops), and on a 0 s trigger it is a busy loop; there, timeouts fire in the
-    next batch with data. A query keeps the setting it started with (its session is a clone), so the
-    session's own value is restored afterwards.
+    next batch with data.
     """
-    previous = spark.conf.get(_NO_DATA_BATCHES, None)
     enabled = trigger is not None and duration_ms(trigger) > 0
-    spark.conf.set(_NO_DATA_BATCHES, str(enabled).lower())
-    try:
-        yield
-    finally:
-        if previous is None:
-            spark.conf.unset(_NO_DATA_BATCHES)
-        else:
-            spark.conf.set(_NO_DATA_BATCHES, previous)
+    return {NO_DATA_BATCHES: str(enabled).lower()}
 
 
 def net_loss(reports: DataFrame) -> DataFrame:

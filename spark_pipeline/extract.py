@@ -16,9 +16,11 @@ def _kafka_options(cfg: PipelineConfig) -> dict[str, str]:
         "kafka.isolation.level": "read_committed",
         "includeHeaders": "true",
         # A read_committed range ends at a transaction marker no fetch returns: the task's last fetch then waits
-        # the broker's full fetch.max.wait.ms (500 ms by default) before it sees the range is done. Measured on
-        # the live query: Kafka stage 0.35 s usually, 1.7 s when that wait hit.
-        "kafka.fetch.max.wait.ms": "20",
+        # the broker's full fetch.max.wait.ms (500 ms by default) before it sees the range is done. Every fetch
+        # of a task asks only for offsets below the batch's end, which are committed and readable at once, so
+        # the wait never saves a request. Measured on the live query (6 partitions, 2 cores): Kafka stage
+        # 1.7 s at 500 ms, 142 ms at 20 ms, 61 ms at 1 ms.
+        "kafka.fetch.max.wait.ms": "1",
     }
 
 
