@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from spark_pipeline import job
 from spark_pipeline.audit import net_loss
-from spark_pipeline.config import ConfigError, PipelineConfig
+from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
 from spark_pipeline.session import REPO_ROOT, build_session
 from stack.envfile import read_env
 
@@ -29,14 +29,16 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--queries", choices=sorted(job.QUERY_GROUPS), default="all",
                      help="all queries in one application (default), or only the live aggregates / the Parquet "
                           "outputs, to run them as two applications")
-    run.add_argument("--output", type=Path, help="output root (default HEADWATER_PIPELINE_DIR)")
+    run.add_argument("--output", type=storage_root, help="output root, a path or a Hadoop URI such as "
+                                                        "hdfs://nn:8020/headwater (default HEADWATER_PIPELINE_DIR)")
     replay = sub.add_parser("replay", help="recompute the aggregates from an offset range (batch)")
-    replay.add_argument("--output", type=Path, required=True, help="folder for the replay's Parquet outputs")
+    replay.add_argument("--output", type=storage_root, required=True,
+                        help="folder for the replay's Parquet outputs (a path or a Hadoop URI)")
     replay.add_argument("--starting-offsets", default="earliest", help="'earliest' or Spark's offsets JSON")
     replay.add_argument("--ending-offsets", default="latest", help="'latest' or Spark's offsets JSON")
     audit = sub.add_parser("audit", help="print the seq-gap loss audits: batch over the events output, "
                                          "and the streaming job's loss_audit output")
-    audit.add_argument("--output", type=Path, help="output root (default HEADWATER_PIPELINE_DIR)")
+    audit.add_argument("--output", type=storage_root, help="output root (default HEADWATER_PIPELINE_DIR)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -59,21 +61,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "replay":
         counts = job.replay(cfg, args.output, args.starting_offsets, args.ending_offsets)
         for name in ("counts_1m", "aggregates", "loss_audit", "deadletter"):
-            print(f"{name}: {counts[name]} rows -> {args.output / name}")
-        print(json.dumps({"replay": str(args.output), **counts}))
+            print(f"{name}: {counts[name]} rows -> {join(args.output, name)}")
+        print(json.dumps({"replay": args.output, **counts}))
         return 0
     out = job.Outputs(cfg.output_dir)
-    has_events, has_stream = ((path / "_spark_metadata").is_dir() for path in (out.events, out.loss_audit))
+    spark = build_session("headwater-audit")
+    has_events, has_stream = (job.committed_output(spark, path) for path in (out.events, out.loss_audit))
     if not (has_events or has_stream):
         print(f"no events or loss_audit output under {out.root}: run `python -m spark_pipeline run` first",
               file=sys.stderr)
         return 1
-    spark = build_session("headwater-audit")
     if has_events:
         print(f"batch loss audit over {out.events} (every hole up to each producer's highest seq):")
         job.audit(cfg, spark).orderBy(F.desc("missing"), "producer_id").show(100, truncate=False)
     if has_stream:
-        reports = spark.read.parquet(str(out.loss_audit))
+        reports = spark.read.parquet(out.loss_audit)
         print(f"streaming loss audit {out.loss_audit}, per producer (still_missing = reported - arrived late):")
         net_loss(reports).orderBy(F.desc("still_missing"), "producer_id").show(100, truncate=False)
         print("its rows, newest first:")

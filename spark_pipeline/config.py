@@ -11,6 +11,8 @@ from pathlib import Path
 from spark_pipeline.session import REPO_ROOT
 
 DEFAULT_NODES_FILE = Path(__file__).resolve().parent / "data" / "nodes.csv"
+# A Hadoop file system URI: hdfs://namenode:8020/x, s3a://bucket/x, file:/x, file:///x.
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
 _DURATION = re.compile(r"(\d+) (second|minute|hour)s?")
 _UNIT_MS = {"second": 1000, "minute": 60_000, "hour": 3_600_000}
 
@@ -36,7 +38,7 @@ class PipelineConfig:
     aggregates_topic: str = "headwater.aggregates"
     subject_prefix: str = "headwater.events."
     aggregate_subject: str = "headwater.aggregates.window_aggregate"
-    output_dir: Path = REPO_ROOT / ".headwater" / "pipeline"
+    output_dir: str = str(REPO_ROOT / ".headwater" / "pipeline")
     nodes_file: Path = DEFAULT_NODES_FILE
     lateness: str = "30 seconds"
     max_offsets_per_trigger: int = 200_000
@@ -48,8 +50,8 @@ class PipelineConfig:
     loss_grace: str | None = None
 
     @property
-    def checkpoint_dir(self) -> Path:
-        return self.output_dir / "checkpoints"
+    def checkpoint_dir(self) -> str:
+        return join(self.output_dir, "checkpoints")
 
     @property
     def loss_grace_ms(self) -> int:
@@ -76,7 +78,7 @@ class PipelineConfig:
             aggregates_topic=get("AGGREGATES_TOPIC", d.aggregates_topic),
             subject_prefix=get("HEADWATER_SUBJECT_PREFIX", d.subject_prefix),
             aggregate_subject=get("HEADWATER_AGGREGATE_SUBJECT", d.aggregate_subject),
-            output_dir=Path(get("HEADWATER_PIPELINE_DIR", str(d.output_dir))),
+            output_dir=storage_root(get("HEADWATER_PIPELINE_DIR", d.output_dir)),
             nodes_file=Path(get("HEADWATER_NODE_INVENTORY", str(d.nodes_file))),
             lateness=lateness,
             max_offsets_per_trigger=_int(env, "HEADWATER_MAX_OFFSETS_PER_TRIGGER", d.max_offsets_per_trigger),
@@ -90,6 +92,18 @@ class PipelineConfig:
         if not cfg.nodes_file.is_file():
             raise ConfigError(f"HEADWATER_NODE_INVENTORY: no such file {cfg.nodes_file}")
         return cfg
+
+
+def storage_root(value: str) -> str:
+    """A folder of outputs or checkpoints as Spark takes it: a Hadoop file system URI (hdfs://, s3a://, file:)
+    as given, a local path made absolute. Kept a string: pathlib would turn hdfs://nn/x into hdfs:/nn/x."""
+    value = value.strip()
+    return value if _URI.match(value) else os.path.abspath(value)
+
+
+def join(root: str, *parts: str) -> str:
+    """`parts` under `root` (a `storage_root`)."""
+    return "/".join([root.rstrip("/"), *parts])
 
 
 def _duration(env: Mapping[str, str], name: str, default: str) -> str:

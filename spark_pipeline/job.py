@@ -17,7 +17,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -26,7 +25,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from spark_pipeline import aggregate, decode, enrich, extract, load
 from spark_pipeline.audit import idle_batch_settings, loss_audit_stream
-from spark_pipeline.config import PipelineConfig
+from spark_pipeline.config import PipelineConfig, join
 from spark_pipeline.registry import RegistryClient, SchemaSnapshot
 from spark_pipeline.session import NO_DATA_BATCHES, build_session, query_conf
 
@@ -35,29 +34,38 @@ log = logging.getLogger("spark_pipeline")
 
 @dataclass(frozen=True)
 class Outputs:
-    """Where each output of the pipeline goes, under one root folder."""
+    """Where each output of the pipeline goes, under one root folder (a local path or a Hadoop URI)."""
 
-    root: Path
-
-    @property
-    def events(self) -> Path:
-        return self.root / "events"
+    root: str
 
     @property
-    def deadletter(self) -> Path:
-        return self.root / "deadletter"
+    def events(self) -> str:
+        return join(self.root, "events")
 
     @property
-    def aggregates_final(self) -> Path:
-        return self.root / "aggregates_final"
+    def deadletter(self) -> str:
+        return join(self.root, "deadletter")
 
     @property
-    def loss_audit(self) -> Path:
-        return self.root / "loss_audit"
+    def aggregates_final(self) -> str:
+        return join(self.root, "aggregates_final")
 
     @property
-    def checkpoints(self) -> Path:
-        return self.root / "checkpoints"
+    def loss_audit(self) -> str:
+        return join(self.root, "loss_audit")
+
+    @property
+    def checkpoints(self) -> str:
+        return join(self.root, "checkpoints")
+
+
+def committed_output(spark: SparkSession, sink: str) -> bool:
+    """Whether a Parquet file sink has committed a batch at `sink` (its `_spark_metadata` log exists), on
+    whichever Hadoop file system the path names."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a live session always has its gateway
+    log_dir = jvm.org.apache.hadoop.fs.Path(join(sink, "_spark_metadata"))
+    return bool(log_dir.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(log_dir))
 
 
 def _streams(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, inventory: DataFrame,
@@ -183,7 +191,7 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
         log.info("decoding %d writer schemas of %d subjects", len(snapshot.writers), len(snapshot.readers))
         queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now, group=group)
         for q in queries:
-            log.info("started query %s (checkpoint %s)", q.name, Outputs(cfg.output_dir).checkpoints / str(q.name))
+            log.info("started query %s (checkpoint %s)", q.name, join(cfg.checkpoint_dir, str(q.name)))
         try:
             unknown = _supervise(queries, registry, cfg, snapshot, available_now)
         except BaseException:
@@ -195,7 +203,7 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
         bad = frozenset(bad | {i for i in unknown if i not in fresh.writers})
 
 
-def replay(cfg: PipelineConfig, output: Path, starting: str = "earliest", ending: str = "latest",
+def replay(cfg: PipelineConfig, output: str, starting: str = "earliest", ending: str = "latest",
            spark: SparkSession | None = None) -> dict[str, int]:
     """Recompute the aggregates from an offset range into `output` (batch, exact: no watermark)."""
     spark = spark or build_session("headwater-replay")
@@ -212,7 +220,7 @@ def replay(cfg: PipelineConfig, output: Path, starting: str = "earliest", ending
         decoded.unpersist()
 
 
-def write_replay(events: DataFrame, dead: DataFrame, regional: DataFrame, output: Path) -> dict[str, int]:
+def write_replay(events: DataFrame, dead: DataFrame, regional: DataFrame, output: str) -> dict[str, int]:
     """Write the replay's outputs (overwriting) and return the row count of each."""
     parts = {
         "counts_1m": aggregate.counts_per_minute(events),
@@ -222,8 +230,8 @@ def write_replay(events: DataFrame, dead: DataFrame, regional: DataFrame, output
     }
     counts = {}
     for name, df in parts.items():
-        df.write.mode("overwrite").parquet(str(output / name))
-        counts[name] = df.sparkSession.read.parquet(str(output / name)).count()
+        df.write.mode("overwrite").parquet(join(output, name))
+        counts[name] = df.sparkSession.read.parquet(join(output, name)).count()
     counts["events"] = events.count()
     return counts
 
@@ -231,4 +239,4 @@ def write_replay(events: DataFrame, dead: DataFrame, regional: DataFrame, output
 def audit(cfg: PipelineConfig, spark: SparkSession | None = None) -> DataFrame:
     """The seq-gap loss audit over the streaming job's events output."""
     spark = spark or build_session("headwater-audit")
-    return aggregate.loss_audit(spark.read.parquet(str(Outputs(cfg.output_dir).events)))
+    return aggregate.loss_audit(spark.read.parquet(Outputs(cfg.output_dir).events))

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import struct
-from pathlib import Path
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+from spark_pipeline.config import join
 
 _TS = {"type": "long", "logicalType": "timestamp-millis"}
 
@@ -48,18 +49,18 @@ def aggregate_records(aggregates: DataFrame, schema_id: int) -> DataFrame:
         key.cast("binary").alias("key"), confluent_frame(to_avro(row, AGGREGATE_SCHEMA_JSON), schema_id).alias("value"))
 
 
-def checkpointed(writer: DataStreamWriter, checkpoint_dir: Path, name: str, trigger: str | None,
+def checkpointed(writer: DataStreamWriter, checkpoint_dir: str, name: str, trigger: str | None,
                  available_now: bool) -> DataStreamWriter:
     """Name the query, give it its own checkpoint folder and its trigger."""
-    writer = writer.queryName(name).option("checkpointLocation", str(checkpoint_dir / name))
+    writer = writer.queryName(name).option("checkpointLocation", join(checkpoint_dir, name))
     if available_now:
         return writer.trigger(availableNow=True)
     return writer.trigger(processingTime=trigger) if trigger else writer
 
 
-def parquet_sink(df: DataFrame, path: Path, partition_by: list[str]) -> DataStreamWriter:
+def parquet_sink(df: DataFrame, path: str, partition_by: list[str]) -> DataStreamWriter:
     """Append-mode Parquet files: Spark's file sink commits each batch once (exactly once)."""
-    return df.writeStream.format("parquet").outputMode("append").option("path", str(path)).partitionBy(*partition_by)
+    return df.writeStream.format("parquet").outputMode("append").option("path", path).partitionBy(*partition_by)
 
 
 def live_aggregates_sink(df: DataFrame, bootstrap: str, topic: str, schema_id: int) -> DataStreamWriter:

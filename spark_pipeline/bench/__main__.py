@@ -29,7 +29,7 @@ from pyspark.sql import SparkSession
 from spark_pipeline import aggregate, decode, enrich, job, load
 from spark_pipeline.bench import latency, throughput
 from spark_pipeline.bench.generate import Encoder, generate, produce, register_catalog
-from spark_pipeline.config import PipelineConfig
+from spark_pipeline.config import PipelineConfig, join
 from spark_pipeline.registry import RegistryClient, SchemaSnapshot
 from spark_pipeline.session import REPO_ROOT, build_session
 from stack.envfile import read_env
@@ -115,7 +115,7 @@ def _latency_run(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnaps
 
 def _file_batches(cfg: PipelineConfig) -> int:
     """Micro-batches the events Parquet query has committed (its sink's log)."""
-    return len(list((cfg.output_dir / "events" / "_spark_metadata").glob("[0-9]*")))
+    return len(list((Path(cfg.output_dir) / "events" / "_spark_metadata").glob("[0-9]*")))  # a local folder
 
 
 def _batch_ms(query: Any) -> dict[str, float]:
@@ -143,7 +143,7 @@ def _realtime_query(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSn
     aggs = aggregate.windowed_aggregates(enrich.with_inventory(deduped, inventory), (aggregate.WINDOWS[0],))
     return (load.aggregate_records(aggs, agg_id).writeStream.format("kafka").outputMode("update")
             .option("kafka.bootstrap.servers", cfg.bootstrap).option("topic", cfg.aggregates_topic)
-            .option("checkpointLocation", str(cfg.checkpoint_dir / "realtime"))
+            .option("checkpointLocation", join(cfg.checkpoint_dir, "realtime"))
             .trigger(realTime="5 seconds").start())  # type: ignore[call-overload]
 
 
@@ -187,10 +187,10 @@ def main() -> None:
     agg_id = registry.register(cfg.aggregate_subject, load.AGGREGATE_SCHEMA_JSON)
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
         live_topic = cfg.events_topic if gateway else _topic(cfg.bootstrap, f"bench.live.{int(time.time())}", 6)
-        live_cfg = cfg.with_overrides(events_topic=live_topic, output_dir=Path(tmp), starting_offsets="latest")
+        live_cfg = cfg.with_overrides(events_topic=live_topic, output_dir=tmp, starting_offsets="latest")
         for mode in [m for m in modes if m != "throughput"]:
             try:
-                mode_cfg = live_cfg.with_overrides(output_dir=Path(tmp) / mode)  # own checkpoints per mode
+                mode_cfg = live_cfg.with_overrides(output_dir=join(tmp, mode))  # own checkpoints per mode
                 figures = _latency_run(spark, mode_cfg, snapshot, agg_id, seconds=args.seconds, warmup=args.warmup,
                                        rate=args.rate, gateway=gateway, ids=ids, mode=mode, env_file=args.env_file)
             except Exception as exc:  # real-time mode may refuse the plan: report why

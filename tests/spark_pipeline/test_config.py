@@ -8,7 +8,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from spark_pipeline.config import ConfigError, PipelineConfig
+from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
 from spark_pipeline.decode import UNKNOWN_ID_MARKER, unknown_schema_ids
 from spark_pipeline.load import AGGREGATE_SCHEMA
 from spark_pipeline.registry import SchemaSnapshot, WriterSchema
@@ -21,8 +21,25 @@ def test_defaults_and_stack_env_names(tmp_path: Path) -> None:
                                    "HEADWATER_PIPELINE_DIR": str(tmp_path), "HEADWATER_LATENESS": "2 minutes"})
     assert (cfg.bootstrap, cfg.registry_url, cfg.events_topic) == ("h:1", "http://r:2", "t")
     assert cfg.lateness == "2 minutes"
-    assert cfg.checkpoint_dir == tmp_path / "checkpoints"
+    assert cfg.checkpoint_dir == str(tmp_path / "checkpoints")
     assert PipelineConfig.from_env({}).max_offsets_per_trigger == 200_000
+
+
+@pytest.mark.parametrize(("root", "expected"), [
+    ("hdfs://namenode:8020/headwater", "hdfs://namenode:8020/headwater/checkpoints"),  # pathlib: hdfs:/namenode...
+    ("s3a://bucket/", "s3a://bucket/checkpoints"),
+    ("file:///data/hw", "file:///data/hw/checkpoints"),
+])
+def test_output_roots_may_be_hadoop_uris(root: str, expected: str) -> None:
+    cfg = PipelineConfig.from_env({"HEADWATER_PIPELINE_DIR": root})
+    assert cfg.output_dir == root
+    assert cfg.checkpoint_dir == expected
+
+
+def test_local_output_roots_are_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert storage_root("out/") == str(tmp_path / "out")
+    assert join(storage_root("out"), "events", "date=1") == str(tmp_path / "out" / "events" / "date=1")
 
 
 @pytest.mark.parametrize(("name", "value"), [("HEADWATER_LATENESS", "soon"), ("HEADWATER_MAX_OFFSETS_PER_TRIGGER", "x"),

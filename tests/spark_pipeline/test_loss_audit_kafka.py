@@ -22,8 +22,8 @@ START_MS = 1_790_000_700_000
 Row = tuple[str, int, int, int, str]
 
 
-def audit_rows(spark: SparkSession, out: Path) -> list[Row]:
-    df = spark.read.parquet(str(job.Outputs(out).loss_audit))
+def audit_rows(spark: SparkSession, out: str) -> list[Row]:
+    df = spark.read.parquet(job.Outputs(out).loss_audit)
     assert df.where("date IS NULL OR date != to_date(detected_at) OR detected_at IS NULL").count() == 0
     return sorted((r["producer_id"], r["first_seq"], r["last_seq"], r["missing"], r["status"]) for r in df.collect())
 
@@ -40,7 +40,7 @@ def test_streaming_loss_audit_reports_the_real_gap_and_its_late_arrival(
     # A retried batch: the duplicated producer's first 8 events again, in a later transaction.
     produce_events(bootstrap, registry_url, topic, [e for e in kept if e.record["producer_id"] == duplicated][:8])
     cfg = PipelineConfig(bootstrap=bootstrap, registry_url=registry_url, events_topic=topic,
-                         aggregates_topic=aggregates_topic, output_dir=tmp_path / "out", lateness="10 minutes",
+                         aggregates_topic=aggregates_topic, output_dir=str(tmp_path / "out"), lateness="10 minutes",
                          registry_poll_s=3600, loss_grace="0 seconds")
 
     job.run(cfg, available_now=True, spark=spark)
@@ -54,6 +54,7 @@ def test_streaming_loss_audit_reports_the_real_gap_and_its_late_arrival(
     assert audit_rows(spark, cfg.output_dir) == [(lossy, 4, 6, 3, "arrived_late"), (lossy, 4, 6, 3, "missing")]
     assert clean not in {r[0] for r in audit_rows(spark, cfg.output_dir)}
 
-    assert main(["--env-file", str(tmp_path / "none.env"), "audit", "--output", str(cfg.output_dir)]) == 0
+    # The output root as a Hadoop URI, as on a cluster (hdfs://...): found, read and audited all the same.
+    assert main(["--env-file", str(tmp_path / "none.env"), "audit", "--output", f"file://{cfg.output_dir}"]) == 0
     printed = capsys.readouterr().out
     assert "batch loss audit" in printed and "streaming loss audit" in printed and lossy in printed

@@ -24,12 +24,12 @@ LATENESS_MS = 10 * 60_000
 
 def pipeline_config(bootstrap: str, registry_url: str, topic: str, aggregates_topic: str, out: Path) -> PipelineConfig:
     return PipelineConfig(bootstrap=bootstrap, registry_url=registry_url, events_topic=topic,
-                          aggregates_topic=aggregates_topic, output_dir=out, lateness="10 minutes",
+                          aggregates_topic=aggregates_topic, output_dir=str(out), lateness="10 minutes",
                           registry_poll_s=3600)
 
 
-def final_windows(spark: SparkSession, out: Path) -> dict[Key, int]:
-    rows = spark.read.parquet(str(out / "aggregates_final")).selectExpr(
+def final_windows(spark: SparkSession, out: str) -> dict[Key, int]:
+    rows = spark.read.parquet(job.Outputs(out).aggregates_final).selectExpr(
         "granularity", "unix_millis(window_start) AS start", "event_type", "region", "events").collect()
     return {(r["granularity"], r["start"], r["event_type"], r["region"]): r["events"] for r in rows}
 
@@ -53,9 +53,10 @@ def test_stream_replay_and_late_events_match_the_ground_truth(spark: SparkSessio
     assert {k: int(r["events"]) for k, r in live.items()} == truth.windows()
     assert all(r["distinct_users"] == 0 for k, r in live.items() if k[2] == "server_metric")  # no user ids
     assert all(r["distinct_users"] > 0 for k, r in live.items() if k[2] == "purchase")
-    events = spark.read.parquet(str(cfg.output_dir / "events"))
+    outputs = job.Outputs(cfg.output_dir)
+    events = spark.read.parquet(outputs.events)
     assert events.count() == events.select("event_id").distinct().count() == len(truth.events)
-    dead = [r["error"] for r in spark.read.parquet(str(cfg.output_dir / "deadletter")).collect()]
+    dead = [r["error"] for r in spark.read.parquet(outputs.deadletter).collect()]
     assert dead == ["unknown schema id 2147483647"]
 
     # Late data: an hour behind the watermark -> not in the streaming outputs, counted by replay.
@@ -63,9 +64,9 @@ def test_stream_replay_and_late_events_match_the_ground_truth(spark: SparkSessio
     produce_events(bootstrap, registry_url, topic, late)
     job.run(cfg, available_now=True, spark=spark)
     assert final_windows(spark, cfg.output_dir) == final
-    assert spark.read.parquet(str(cfg.output_dir / "events")).count() == len(truth.events)
+    assert spark.read.parquet(outputs.events).count() == len(truth.events)
 
-    counts = job.replay(cfg, tmp_path / "replay", spark=spark)
+    counts = job.replay(cfg, str(tmp_path / "replay"), spark=spark)
     truth.events += late
     minutes = spark.read.parquet(str(tmp_path / "replay" / "counts_1m")).selectExpr(
         "unix_millis(window_start) AS start", "event_type", "count").collect()
@@ -104,5 +105,5 @@ def test_a_version_registered_after_the_snapshot_is_picked_up_without_restart(
     job.run(cfg, available_now=True, spark=spark)
 
     assert len(calls) >= 2  # the failed batch made the job take a new snapshot
-    ids = {r["event_id"] for r in spark.read.parquet(str(cfg.output_dir / "events")).collect()}
+    ids = {r["event_id"] for r in spark.read.parquet(job.Outputs(cfg.output_dir).events).collect()}
     assert ids == {e.record["event_id"] for e in events}
