@@ -158,8 +158,13 @@ def _supervise(queries: list[StreamingQuery], registry: RegistryClient, cfg: Pip
     """Wait until the queries end. None: all done; a set: refresh the schemas (unknown ids it names)."""
     next_poll = time.monotonic() + cfg.registry_poll_s
     while True:
-        for q in queries:
-            exc = None if q.isActive else q.exception()
+        # One look at which queries ended, then their exceptions: Spark sets a query's exception before it marks
+        # the query terminated, so an ended query's failure is always seen. (Asking isActive again for "all
+        # ended?" took a query that failed in between for one that had finished: availableNow then returned
+        # with the failed batch never processed.)
+        ended = [q for q in queries if not q.isActive]
+        for q in ended:
+            exc = q.exception()
             if exc is not None:
                 _stop(queries)
                 ids = decode.unknown_schema_ids(str(exc))
@@ -167,7 +172,7 @@ def _supervise(queries: list[StreamingQuery], registry: RegistryClient, cfg: Pip
                     raise exc
                 log.warning("query %s met unknown schema ids %s: refreshing the registry snapshot", q.name, ids)
                 return ids
-        if all(not q.isActive for q in queries):
+        if len(ended) == len(queries):
             return None
         if not available_now and time.monotonic() >= next_poll:
             next_poll = time.monotonic() + cfg.registry_poll_s
