@@ -99,6 +99,17 @@ def test_windows_dedup_and_minute_counts_in_batch(spark: SparkSession) -> None:
     assert sum(c for _, c in counts) == 30
 
 
+def test_distinct_users_never_exceed_the_events_of_a_window(spark: SparkSession) -> None:
+    # HyperLogLog estimates 24 distinct values among user-0 .. user-22 (its hashing is deterministic).
+    start = dt.datetime(2026, 11, 23, 12, 0, 0, tzinfo=dt.UTC)
+    rows = [(start, "page_view", "eu-west", f"user-{i}", 1.0) for i in range(23)]
+    df = spark.createDataFrame(rows, "event_time timestamp, event_type string, region string, user_id string, "
+                                     "metric_value double")
+    assert df.selectExpr("approx_count_distinct(user_id)").collect()[0][0] == 24  # what the bound corrects
+    aggs = aggregate.windowed_aggregates(df).collect()
+    assert {(r["events"], r["distinct_users"]) for r in aggs} == {(23, 23)}
+
+
 def test_loss_audit_reports_seq_gaps_per_producer(spark: SparkSession) -> None:
     rows = [("a", s) for s in [0, 1, 2, 5, 6, 9]] + [("b", s) for s in [0, 1, 2]] + [("c", 3)]
     seqs = spark.createDataFrame(rows, "producer_id string, seq long")
