@@ -25,6 +25,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from spark_pipeline import aggregate, decode, enrich, extract, load
 from spark_pipeline.audit import idle_batch_settings, loss_audit_stream
+from spark_pipeline.checkpoint import clear_interrupted_first_batch, hadoop_path
 from spark_pipeline.config import PipelineConfig, join
 from spark_pipeline.registry import RegistryClient, SchemaSnapshot
 from spark_pipeline.session import NO_DATA_BATCHES, build_session, query_conf
@@ -62,10 +63,8 @@ class Outputs:
 def committed_output(spark: SparkSession, sink: str) -> bool:
     """Whether a Parquet file sink has committed a batch at `sink` (its `_spark_metadata` log exists), on
     whichever Hadoop file system the path names."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # a live session always has its gateway
-    log_dir = jvm.org.apache.hadoop.fs.Path(join(sink, "_spark_metadata"))
-    return bool(log_dir.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(log_dir))
+    fs, log_dir = hadoop_path(spark, join(sink, "_spark_metadata"))
+    return bool(fs.exists(log_dir))
 
 
 def _streams(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, inventory: DataFrame,
@@ -114,6 +113,8 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
     def ck(writer: DataStreamWriter, name: str, trigger: str) -> StreamingQuery:
         # A query's thread inherits the local properties set when it starts: its scheduler pool.
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", "live" if name in LIVE_QUERIES else "files")
+        if removed := clear_interrupted_first_batch(spark, join(out.checkpoints, name)):
+            log.warning("query %s: removed %s, left by its first batch's interrupted log write", name, removed)
         with query_conf(spark, query_settings(name, trigger, available_now)):
             return load.checkpointed(writer, out.checkpoints, name, trigger, available_now).start()
 
