@@ -44,7 +44,7 @@ test-spark: setup
 
 # Not a test: starts a private stack on free ports, prints the gateway's figures and one JSON line at the end.
 bench: setup
-	@$(PY) -m gateway.bench
+	@$(PY) -m bench.gateway
 
 clean: down
 	rm -rf .headwater/data .headwater/logs .headwater/run

@@ -30,11 +30,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.envfile import read_env, write_env
 from loadtest import run as loadrun
 from loadtest.curve import RESULTS_DIR
 from loadtest.gateway_proc import cpu_seconds, open_sockets, private_gateway, rss_bytes
 from loadtest.settings import DEFAULT_RUNS_DIR, DEFAULT_STACK_ENV
-from stack.envfile import read_env, write_env
 
 REQUEST = b"GET /livez HTTP/1.1\r\nHost: gateway\r\nConnection: keep-alive\r\n\r\n"
 

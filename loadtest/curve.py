@@ -17,11 +17,11 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from common.envfile import read_env, write_env
 from loadtest import run as loadrun
 from loadtest.gateway_proc import cpu_seconds, private_gateway
 from loadtest.settings import DEFAULT_STACK_ENV
 from stack.config import REPO_ROOT
-from stack.envfile import read_env, write_env
 
 RESULTS_DIR = REPO_ROOT / "loadtest" / "results"
 

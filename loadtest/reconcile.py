@@ -18,11 +18,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from common.envfile import read_env
 from loadtest.kafka_scan import Found, scan
 from loadtest.nodes import producer_id
 from loadtest.runlog import AckKey, Manifest, read_acks
 from loadtest.settings import DEFAULT_STACK_ENV
-from stack.envfile import read_env
 
 CLOCK_MARGIN_MS = 5000  # records are timestamped by the gateway's clock; scan a little before the run start
 

@@ -21,10 +21,10 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from common.envfile import read_env
 from loadtest.reconcile import Report, reconcile
 from loadtest.settings import DEFAULT_RUNS_DIR, DEFAULT_STACK_ENV, SHAPES
 from stack.config import REPO_ROOT
-from stack.envfile import read_env
 
 LOCUSTFILE = REPO_ROOT / "loadtest" / "locustfile.py"
 ACK_NAME = "batch acknowledged (incl. retries)"

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.envfile import read_env
 from stack.config import REPO_ROOT
-from stack.envfile import read_env
 
 DEFAULT_STACK_ENV = REPO_ROOT / ".headwater" / "stack.env"
 DEFAULT_RUNS_DIR = REPO_ROOT / ".headwater" / "loadtest"

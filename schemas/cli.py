@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from common.envfile import read_env
+from common.registry_client import RegistryClient, RegistryClientError
 from schemas.catalog import NAMESPACE, SCHEMAS_DIR, CatalogError, load_catalog
-from schemas.client import RegistryClient, RegistryClientError, register_catalog
 from schemas.diff import diff
-from stack.envfile import read_env
+from schemas.register import register_catalog
 
 
 class UsageError(ValueError):

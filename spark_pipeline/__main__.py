@@ -11,11 +11,11 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
+from common.envfile import read_env
 from spark_pipeline import job
 from spark_pipeline.audit import net_loss
 from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
 from spark_pipeline.session import REPO_ROOT, build_session
-from stack.envfile import read_env
 
 
 def main(argv: list[str] | None = None) -> int:

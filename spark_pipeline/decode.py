@@ -16,7 +16,6 @@ output with a reason.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import fastavro
@@ -24,10 +23,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
-from spark_pipeline.registry import SchemaSnapshot
+from spark_pipeline.snapshot import SchemaSnapshot
 
 UNKNOWN_ID_MARKER = "HEADWATER_UNKNOWN_SCHEMA_ID="
-_UNKNOWN_ID = re.compile(UNKNOWN_ID_MARKER + r"(\d+)")
 
 ENVELOPE = ["event_id", "event_type", "producer_id", "seq", "node_id", "created_at", "sent_at",
             "received_at", "sdk_name", "sdk_version", "context"]
@@ -49,11 +47,6 @@ AGGREGATE_FIELDS = frozenset({"event_id", "event_type", "producer_id", "seq", "n
                               "received_at", "user_id", "metric_value"})
 # events() derives received_at and event_time from these.
 _ALWAYS = frozenset({"created_at", "received_at"})
-
-
-def unknown_schema_ids(error_text: str) -> set[int]:
-    """The schema ids named by UNKNOWN_SCHEMA_ID errors in a failed query's message."""
-    return {int(m) for m in _UNKNOWN_ID.findall(error_text)}
 
 
 def header(name: str) -> Column:

@@ -3,32 +3,33 @@
 Streaming (`run`): five queries, each with its own checkpoint: `events` (enriched, deduplicated rows to
 Parquet by date), `deadletter` (undecodable records with the reason), `aggregates_live` (update mode to
 the aggregates topic), `aggregates_final` (append mode, exact final windows to Parquet) and `loss_audit`
-(seq gaps per producer to Parquet, `audit.py`); with `console`, a sixth prints the live aggregates. A
-supervisor loop watches them: a batch that meets an
-unknown schema id fails before it commits; the loop then takes a new registry snapshot and restarts
-every query from its checkpoint, so a version registered while the job runs is picked up without
-restarting the process. The registry is also polled, so a new latest (reader) version is adopted the
-same way.
+(seq gaps per producer to Parquet, `audit.py`); with `console`, a sixth prints the live aggregates. The
+supervisor loop (`supervisor.py`) watches them: a batch that meets an unknown schema id fails before it
+commits; the loop then takes a new registry snapshot and restarts every query from its checkpoint, so a
+version registered while the job runs is picked up without restarting the process. The registry is also
+polled, so a new latest (reader) version is adopted the same way.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+from common.registry_client import RegistryClient
 from spark_pipeline import aggregate, decode, enrich, extract, load
 from spark_pipeline.audit import idle_batch_settings, loss_audit_stream
 from spark_pipeline.checkpoint import clear_interrupted_first_batch, hadoop_path
 from spark_pipeline.config import PipelineConfig, join
-from spark_pipeline.registry import RegistryClient, SchemaSnapshot
 from spark_pipeline.session import NO_DATA_BATCHES, build_session, query_conf
+from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
+from spark_pipeline.supervisor import stop_all, supervise
 
 log = logging.getLogger("spark_pipeline")
 
@@ -146,44 +147,6 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
     return [ck(build(), name, trigger) for name, (build, trigger) in builders.items() if name in wanted]
 
 
-def _stop(queries: list[StreamingQuery]) -> None:
-    for q in queries:
-        try:
-            q.stop()
-        except Exception:  # stopping a failed query can raise again; the others must still stop
-            log.exception("stopping %s", q.name)
-
-
-def _supervise(queries: list[StreamingQuery], registry: RegistryClient, cfg: PipelineConfig,
-               snapshot: SchemaSnapshot, available_now: bool) -> set[int] | None:
-    """Wait until the queries end. None: all done; a set: refresh the schemas (unknown ids it names)."""
-    next_poll = time.monotonic() + cfg.registry_poll_s
-    while True:
-        # One look at which queries ended, then their exceptions: Spark sets a query's exception before it marks
-        # the query terminated, so an ended query's failure is always seen. (Asking isActive again for "all
-        # ended?" took a query that failed in between for one that had finished: availableNow then returned
-        # with the failed batch never processed.)
-        ended = [q for q in queries if not q.isActive]
-        for q in ended:
-            exc = q.exception()
-            if exc is not None:
-                _stop(queries)
-                ids = decode.unknown_schema_ids(str(exc))
-                if not ids:
-                    raise exc
-                log.warning("query %s met unknown schema ids %s: refreshing the registry snapshot", q.name, ids)
-                return ids
-        if len(ended) == len(queries):
-            return None
-        if not available_now and time.monotonic() >= next_poll:
-            next_poll = time.monotonic() + cfg.registry_poll_s
-            if registry.snapshot(cfg.subject_prefix, snapshot.bad_ids).fingerprint() != snapshot.fingerprint():
-                log.warning("new schema versions in the registry: restarting the queries from their checkpoints")
-                _stop(queries)
-                return set()
-        time.sleep(0.5)
-
-
 def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | None = None,
         group: str = "all") -> None:
     """The streaming job (the queries of `group`); with `available_now`, process what is in the topic now and
@@ -193,19 +156,20 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
     aggregate_id = registry.register(cfg.aggregate_subject, load.AGGREGATE_SCHEMA_JSON)
     bad: frozenset[int] = frozenset()
     while True:
-        snapshot = registry.snapshot(cfg.subject_prefix, bad)
+        snapshot = take_snapshot(registry, cfg.subject_prefix, bad)
         log.info("decoding %d writer schemas of %d subjects", len(snapshot.writers), len(snapshot.readers))
         queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now, group=group)
         for q in queries:
             log.info("started query %s (checkpoint %s)", q.name, join(cfg.checkpoint_dir, str(q.name)))
         try:
-            unknown = _supervise(queries, registry, cfg, snapshot, available_now)
+            unknown = supervise(queries, partial(take_snapshot, registry, cfg.subject_prefix, snapshot.bad_ids),
+                                snapshot, cfg.registry_poll_s, available_now)
         except BaseException:
-            _stop(queries)
+            stop_all(queries)
             raise
         if unknown is None:
             return
-        fresh = registry.snapshot(cfg.subject_prefix)
+        fresh = take_snapshot(registry, cfg.subject_prefix)
         bad = frozenset(bad | {i for i in unknown if i not in fresh.writers})
 
 
@@ -213,7 +177,7 @@ def replay(cfg: PipelineConfig, output: str, starting: str = "earliest", ending:
            spark: SparkSession | None = None) -> dict[str, int]:
     """Recompute the aggregates from an offset range into `output` (batch, exact: no watermark)."""
     spark = spark or build_session("headwater-replay")
-    snapshot = RegistryClient(cfg.registry_url).snapshot(cfg.subject_prefix)
+    snapshot = take_snapshot(RegistryClient(cfg.registry_url), cfg.subject_prefix)
     decoded = decode.decode(decode.frame(extract.kafka_batch(spark, cfg, starting, ending)), snapshot,
                             strict=False).persist()
     try:

@@ -16,9 +16,9 @@ from typing import IO, cast
 
 import headwater
 
+from common.envfile import read_env
 from loadtest.events import EventFactory
 from stack.config import REPO_ROOT, StackConfig
-from stack.envfile import read_env
 
 
 @dataclass

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from common.envfile import write_env
+from common.registry_client import RegistryClient, RegistryClientError
 from schemas.catalog import CatalogError, load_catalog
-from schemas.client import RegistryClient, RegistryClientError, register_catalog
+from schemas.register import register_catalog
 from stack.config import StackConfig
-from stack.envfile import write_env
 from stack.kafka import KafkaBroker
 from stack.services import ServiceError, services
 from stack.topics import (

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from common.envfile import read_env
 from stack.config import StackConfig
-from stack.envfile import read_env
 from stack.launcher import Stack
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from common.envfile import write_env
 from stack.config import REPO_ROOT
-from stack.envfile import write_env
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.client import RegistryClient
+from common.registry_client import RegistryClient
 from stack.config import REPO_ROOT
 from tests.conftest import free_port
 

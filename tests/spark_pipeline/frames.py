@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
+from bench.spark.generate import Encoder, Event
 from schemas.catalog import load_catalog
-from spark_pipeline.bench.generate import Encoder, Event
-from spark_pipeline.registry import SchemaSnapshot, WriterSchema
+from spark_pipeline.snapshot import SchemaSnapshot, WriterSchema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -9,9 +9,8 @@ import fastavro
 import pytest
 
 from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
-from spark_pipeline.decode import UNKNOWN_ID_MARKER, unknown_schema_ids
 from spark_pipeline.load import AGGREGATE_SCHEMA
-from spark_pipeline.registry import SchemaSnapshot, WriterSchema
+from spark_pipeline.snapshot import SchemaSnapshot, WriterSchema
 
 pytestmark = pytest.mark.unit
 
@@ -48,12 +47,6 @@ def test_local_output_roots_are_made_absolute(tmp_path: Path, monkeypatch: pytes
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         PipelineConfig.from_env({name: value})
-
-
-def test_unknown_ids_are_parsed_from_a_query_error() -> None:
-    text = f"StreamingQueryException: [USER_RAISED_EXCEPTION] {UNKNOWN_ID_MARKER}42 ... {UNKNOWN_ID_MARKER}7"
-    assert unknown_schema_ids(text) == {42, 7}
-    assert unknown_schema_ids("some other failure") == set()
 
 
 def test_aggregate_schema_is_valid_avro_with_every_field_optional() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.dataset as ds  # type: ignore[import-untyped]
 import pytest
 
-from spark_pipeline.bench.generate import generate
+from bench.spark.generate import generate
 from spark_pipeline.session import REPO_ROOT
 from tests.spark_pipeline.truth import Key, live_aggregates, new_topic, produce_event_set, produce_events
 

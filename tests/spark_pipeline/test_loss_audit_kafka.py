@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from bench.spark.generate import generate
 from spark_pipeline import job
 from spark_pipeline.__main__ import main
-from spark_pipeline.bench.generate import generate
 from spark_pipeline.config import PipelineConfig
 from tests.spark_pipeline.truth import new_topic, produce_events
 

@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from bench.spark.generate import generate
+from common.registry_client import RegistryClient
 from spark_pipeline import job
-from spark_pipeline.bench.generate import generate
 from spark_pipeline.config import PipelineConfig
-from spark_pipeline.registry import RegistryClient, SchemaSnapshot
+from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
 from tests.spark_pipeline.truth import Key, live_aggregates, new_topic, produce_event_set, produce_events
 
 if TYPE_CHECKING:
@@ -84,13 +85,13 @@ def test_a_version_registered_after_the_snapshot_is_picked_up_without_restart(
     topic, aggregates_topic = new_topic(bootstrap, "test.newversion"), new_topic(bootstrap, "test.aggregates")
     events = list(generate(6, start_ms=START_MS, seed=21))
     produce_events(bootstrap, registry_url, topic, events)
-    hidden = RegistryClient(registry_url).snapshot("headwater.events.").readers["headwater.events.purchase"].schema_id
-    real_snapshot = RegistryClient.snapshot
+    hidden = take_snapshot(RegistryClient(registry_url), "headwater.events.").readers[
+        "headwater.events.purchase"].schema_id
     calls: list[int] = []
 
-    def first_without_the_new_version(self: RegistryClient, prefix: str,
+    def first_without_the_new_version(client: RegistryClient, prefix: str,
                                       bad_ids: frozenset[int] = frozenset()) -> SchemaSnapshot:
-        snap = real_snapshot(self, prefix, bad_ids)
+        snap = take_snapshot(client, prefix, bad_ids)
         calls.append(1)
         if len(calls) > 1:
             return snap
@@ -100,7 +101,7 @@ def test_a_version_registered_after_the_snapshot_is_picked_up_without_restart(
                    for s in snap.readers}
         return SchemaSnapshot(writers, readers, snap.bad_ids)
 
-    monkeypatch.setattr(RegistryClient, "snapshot", first_without_the_new_version)
+    monkeypatch.setattr(job, "take_snapshot", first_without_the_new_version)
     cfg = pipeline_config(bootstrap, registry_url, topic, aggregates_topic, tmp_path / "out")
     job.run(cfg, available_now=True, spark=spark)
 

@@ -9,8 +9,8 @@ from typing import Any
 import fastavro
 import pytest
 
+from bench.spark.generate import generate
 from schemas.catalog import load_catalog
-from spark_pipeline.bench.generate import generate
 from spark_pipeline.decode import AGGREGATE_FIELDS, ENVELOPE, projected_reader
 
 pytestmark = pytest.mark.unit

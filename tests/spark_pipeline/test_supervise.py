@@ -1,18 +1,40 @@
-"""The job's supervisor loop (`job._supervise`) with fake queries: every failure is seen, whenever it happens."""
+"""The job's supervisor loop (`supervisor.supervise`) with fake queries: every failure is seen, whenever it happens,
+and an unknown schema id is recognised by the error's condition and parameters, not by its text."""
 
 from __future__ import annotations
 
 from typing import cast
 
 import pytest
-from pyspark.sql.streaming.query import StreamingQuery
 
-from spark_pipeline.config import PipelineConfig
 from spark_pipeline.decode import UNKNOWN_ID_MARKER
-from spark_pipeline.job import _supervise
-from spark_pipeline.registry import RegistryClient, SchemaSnapshot
+from spark_pipeline.snapshot import SchemaSnapshot
+from spark_pipeline.supervisor import supervise as supervise_queries
+from spark_pipeline.supervisor import unknown_schema_ids
 
 pytestmark = pytest.mark.unit
+
+
+class FakeSparkError(Exception):
+    """Shaped like pyspark's CapturedException: a condition, its message parameters and the converted cause."""
+
+    def __init__(self, condition: str | None, params: dict[str, str] | None = None,
+                 cause: FakeSparkError | None = None) -> None:
+        super().__init__(f"[{condition}] {params}")
+        self.condition, self.params, self._cause = condition, params or {}, cause
+
+    def getCondition(self) -> str | None:
+        return self.condition
+
+    def getMessageParameters(self) -> dict[str, str]:
+        return self.params
+
+
+def unknown_id_error(schema_id: int) -> FakeSparkError:
+    """As Spark reports a batch failed by decode's raise_error: the streaming failure, caused by the job abort,
+    caused by the USER_RAISED_EXCEPTION."""
+    raised = FakeSparkError("USER_RAISED_EXCEPTION", {"errorMessage": f"{UNKNOWN_ID_MARKER}{schema_id}"})
+    return FakeSparkError("STREAM_FAILED", {"id": "q"}, FakeSparkError(None, None, raised))
 
 
 class FakeQuery:
@@ -37,14 +59,14 @@ class FakeQuery:
 
 def supervise(*queries: FakeQuery) -> set[int] | None:
     # availableNow: the loop never polls the registry, so neither it nor the snapshot is used.
-    return _supervise(cast(list[StreamingQuery], list(queries)), cast(RegistryClient, None), PipelineConfig(),
-                      cast(SchemaSnapshot, None), available_now=True)
+    return supervise_queries(list(queries), lambda: cast(SchemaSnapshot, None), cast(SchemaSnapshot, None),
+                             30.0, available_now=True)
 
 
 def test_a_query_failing_between_two_looks_is_not_taken_for_finished() -> None:
     done = FakeQuery("events", active_looks=0)
     failing = FakeQuery("aggregates_final", active_looks=1,
-                        error=RuntimeError(f"[USER_RAISED_EXCEPTION] {UNKNOWN_ID_MARKER}7 SQLSTATE: P0001"))
+                        error=unknown_id_error(7))
     assert supervise(done, failing) == {7}
     assert done.stopped and failing.stopped
 
@@ -57,3 +79,19 @@ def test_a_failure_that_names_no_unknown_schema_id_is_raised() -> None:
     boom = RuntimeError("disk full")
     with pytest.raises(RuntimeError, match="disk full"):
         supervise(FakeQuery("events", 1, error=boom))
+
+
+def test_the_marker_in_message_text_alone_is_not_taken_for_an_unknown_id() -> None:
+    text_only = RuntimeError(f"[USER_RAISED_EXCEPTION] {UNKNOWN_ID_MARKER}7 SQLSTATE: P0001")
+    assert unknown_schema_ids(text_only) == set()
+    other_condition = FakeSparkError("DIVIDE_BY_ZERO", {"errorMessage": f"{UNKNOWN_ID_MARKER}7"})
+    assert unknown_schema_ids(other_condition) == set()
+    with pytest.raises(RuntimeError):
+        supervise(FakeQuery("events", 1, error=text_only))
+
+
+def test_ids_are_read_from_every_error_of_the_cause_chain() -> None:
+    outer = unknown_id_error(42)
+    outer._cause = FakeSparkError("USER_RAISED_EXCEPTION", {"errorMessage": f"{UNKNOWN_ID_MARKER}7"}, outer._cause)
+    assert unknown_schema_ids(outer) == {42, 7}
+    assert unknown_schema_ids(FakeSparkError("USER_RAISED_EXCEPTION", {"errorMessage": "boom"})) == set()

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from bench.spark.generate import Encoder, generate
 from spark_pipeline import aggregate, decode, enrich
-from spark_pipeline.bench.generate import Encoder, generate
 from spark_pipeline.config import DEFAULT_NODES_FILE
 from tests.spark_pipeline.frames import catalog_snapshot, framed, kafka_frame
 

@@ -13,7 +13,7 @@ from typing import Any
 import fastavro
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from spark_pipeline.bench.generate import Encoder, Event, generate, produce, register_catalog
+from bench.spark.generate import Encoder, Event, generate, produce, register_catalog
 from spark_pipeline.config import DEFAULT_NODES_FILE
 from spark_pipeline.load import AGGREGATE_SCHEMA
 from tests.kafka_helpers import consume_all

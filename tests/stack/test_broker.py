@@ -12,8 +12,8 @@ import pytest
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
 
+from common.envfile import read_env
 from stack.config import REPO_ROOT
-from stack.envfile import read_env
 from stack.topics import AGGREGATES_TOPIC, DEADLETTER_TOPIC, EVENTS_TOPIC, SCHEMAS_TOPIC
 from tests.conftest import free_port
 from tests.kafka_helpers import consume_all, values

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from common.envfile import read_env, write_env
 from stack.config import ConfigError, StackConfig
-from stack.envfile import read_env, write_env
 from stack.kafka import kafka_cluster_id, render_properties, server_properties
 from stack.topics import DEADLETTER_TOPIC, EVENTS_TOPIC, SCHEMAS_TOPIC, topic_specs
 

@@ -13,8 +13,8 @@ from typing import Any
 import fastavro
 from confluent_kafka import Producer
 
+from common.registry_client import RegistryClient
 from schemas.catalog import load_catalog
-from spark_pipeline.registry import RegistryClient
 
 USER_AGENTS = [
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",

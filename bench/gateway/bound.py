@@ -12,8 +12,8 @@ import uuid
 
 from confluent_kafka import Producer
 
+from bench.gateway.workload import Body
 from gateway.avro_batch import decode_avro_batch
-from gateway.bench.workload import Body
 from gateway.body import decompress
 from gateway.config import Limits
 from gateway.ingest import plan_avro, plan_json

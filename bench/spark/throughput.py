@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_pipeline import aggregate, decode, enrich, extract
 from spark_pipeline.config import PipelineConfig
-from spark_pipeline.registry import SchemaSnapshot
+from spark_pipeline.snapshot import SchemaSnapshot
 
 FASTAVRO_SCHEMA = "event_id string, event_type string, seq long, created_at timestamp"
 

@@ -23,7 +23,7 @@ from typing import Any
 import fastavro
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from spark_pipeline.bench.generate import Encoder, Event, generate
+from bench.spark.generate import Encoder, Event, generate
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.load import AGGREGATE_SCHEMA
 

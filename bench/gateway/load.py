@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from gateway.bench.workload import Body
+from bench.gateway.workload import Body
 
 
 @dataclass

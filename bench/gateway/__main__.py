@@ -1,4 +1,4 @@
-"""`python -m gateway.bench` (`make bench`): start a private stack, measure the in-process bound and the gateway
+"""`python -m bench.gateway` (`make bench`): start a private stack, measure the in-process bound and the gateway
 over HTTP for the JSON and Avro paths, then ack latency at half the sustained load; end with one JSON line.
 
 The bound and the gateway worker each run alone on one core (core 0), while the broker, the registry and the
@@ -22,9 +22,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gateway.bench.bound import run_bound
-from gateway.bench.load import at_rate, percentile, sustained
-from gateway.bench.workload import EVENTS_PER_BATCH, Workload
+from bench.gateway.bound import run_bound
+from bench.gateway.load import at_rate, percentile, sustained
+from bench.gateway.workload import EVENTS_PER_BATCH, Workload
 from gateway.registry import HttpRegistry, SchemaCache
 from gateway.schemas import load_routes
 from stack import cpus

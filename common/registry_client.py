@@ -1,4 +1,8 @@
-"""A small client of the Confluent Schema Registry REST API (stdlib only), for the CLI and the stack launcher."""
+"""A blocking client of the Confluent Schema Registry REST API (stdlib only), shared by the tools and the pipeline.
+
+Every failure is a `RegistryClientError` carrying the HTTP status (0: not reached) and the Confluent error code
+(-1 when the answer had none), so callers branch on numbers, never on message text.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,16 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
 from typing import Any
 
-from schemas.catalog import Catalog
-
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+SUBJECT_NOT_FOUND = 40401
+VERSION_NOT_FOUND = 40402
+SCHEMA_NOT_FOUND = 40403
 
 
 class RegistryClientError(RuntimeError):
-    """The registry answered an error (status and Confluent error code kept) or could not be reached."""
+    """The registry answered an error (status and Confluent error code kept) or could not be reached (status 0)."""
 
     def __init__(self, status: int, code: int, message: str) -> None:
         super().__init__(f"HTTP {status} (error {code}): {message}")
@@ -23,24 +27,20 @@ class RegistryClientError(RuntimeError):
         self.code = code
         self.message = message
 
-
-@dataclass(frozen=True)
-class Registration:
-    """One catalog file registered: its catalog version and the registry's id and version for it."""
-
-    event_type: str
-    subject: str
-    file_version: int
-    schema_id: int
-    registry_version: int
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
 
 
 class RegistryClient:
-    def __init__(self, url: str, timeout_s: float = 30.0) -> None:
+    """No caching: each call is one request (the callers take snapshots rarely or register once)."""
+
+    def __init__(self, url: str, timeout_s: float = 10.0) -> None:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
 
     def call(self, method: str, path: str, body: Any = None, **query: Any) -> Any:
+        """One request; the decoded JSON answer, or RegistryClientError."""
         qs = "?" + urllib.parse.urlencode({k: str(v).lower() if isinstance(v, bool) else v
                                            for k, v in query.items()}) if query else ""
         data = None if body is None else json.dumps(body).encode()
@@ -50,13 +50,16 @@ class RegistryClient:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
                 return json.loads(resp.read() or b"null")
         except urllib.error.HTTPError as exc:
+            raw = exc.read()[:2000]
             try:
-                err = json.loads(exc.read())
+                err = json.loads(raw)
                 raise RegistryClientError(exc.code, int(err["error_code"]), str(err["message"])) from None
             except (ValueError, KeyError, TypeError):
-                raise RegistryClientError(exc.code, -1, exc.reason) from None
+                raise RegistryClientError(exc.code, -1, f"{method} {path}: {exc.reason} {raw[:300]!r}") from None
         except (urllib.error.URLError, OSError) as exc:
             raise RegistryClientError(0, -1, f"cannot reach {self.url}: {exc}") from None
+        except ValueError as exc:  # a 2xx answer that is not JSON
+            raise RegistryClientError(0, -1, f"{method} {path}: answer is not JSON: {exc}") from None
 
     @staticmethod
     def _s(subject: str) -> str:
@@ -69,7 +72,11 @@ class RegistryClient:
         return str(self.call("GET", f"/config/{self._s(subject)}", defaultToGlobal=True)["compatibilityLevel"])
 
     def register(self, subject: str, schema: str) -> int:
-        return int(self.call("POST", f"/subjects/{self._s(subject)}/versions", {"schema": schema})["id"])
+        """Register `schema` under `subject` (idempotent in the registry) and return its id."""
+        got = self.call("POST", f"/subjects/{self._s(subject)}/versions", {"schema": schema})
+        if not isinstance(got, dict) or "id" not in got:
+            raise RegistryClientError(200, -1, f"register {subject}: unexpected answer {got!r}")
+        return int(got["id"])
 
     def lookup(self, subject: str, schema: str) -> dict[str, Any]:
         return dict(self.call("POST", f"/subjects/{self._s(subject)}", {"schema": schema}))
@@ -81,23 +88,21 @@ class RegistryClient:
         return bool(answer["is_compatible"]), [str(m) for m in answer.get("messages", [])]
 
     def subjects(self) -> list[str]:
-        return [str(s) for s in self.call("GET", "/subjects")]
+        return [str(s) for s in self.call("GET", "/subjects") or []]
 
     def versions(self, subject: str) -> list[int]:
-        return [int(v) for v in self.call("GET", f"/subjects/{self._s(subject)}/versions")]
+        return [int(v) for v in self.call("GET", f"/subjects/{self._s(subject)}/versions") or []]
 
     def version(self, subject: str, version: int | str) -> dict[str, Any]:
+        """One version: its `id`, `version`, `subject` and `schema` text."""
         return dict(self.call("GET", f"/subjects/{self._s(subject)}/versions/{version}"))
 
-
-def register_catalog(client: RegistryClient, catalog: Catalog) -> list[Registration]:
-    """Set each subject's compatibility, then register its versions in order. Idempotent."""
-    done: list[Registration] = []
-    for et in catalog.event_types.values():
-        client.set_compatibility(et.subject, et.compatibility)
-        for n in range(1, et.latest_version + 1):
-            text = et.schema_text(n)
-            schema_id = client.register(et.subject, text)
-            version = int(client.lookup(et.subject, text)["version"])
-            done.append(Registration(et.name, et.subject, n, schema_id, version))
-    return done
+    def exists(self, schema_id: int) -> bool:
+        """Whether the registry knows schema `schema_id` (False on 404, RegistryClientError otherwise)."""
+        try:
+            self.call("GET", f"/schemas/ids/{schema_id}")
+        except RegistryClientError as exc:
+            if exc.not_found:
+                return False
+            raise
+        return True

@@ -1,4 +1,4 @@
-"""Reads and writes `.headwater/stack.env`: the endpoints of a running stack as KEY=VALUE lines."""
+"""Reads and writes env files (KEY=VALUE lines), such as `.headwater/stack.env`: the endpoints of a running stack."""
 
 from __future__ import annotations
 

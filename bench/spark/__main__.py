@@ -1,6 +1,6 @@
 """Pipeline benchmark: decode/aggregate throughput on local[2] and created_at -> aggregate-visible latency.
 
-    python -m spark_pipeline.bench [--events 200000] [--seconds 30] [--warmup 20] [--rate 400]
+    python -m bench.spark [--events 200000] [--seconds 30] [--warmup 20] [--rate 400]
         [--modes throughput,microbatch,microbatch_live_only,microbatch_one_app,realtime] [--no-gateway]
         [--env-file PATH]
 
@@ -26,13 +26,14 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from pyspark.sql import SparkSession
 
+from bench.spark import latency, throughput
+from bench.spark.generate import Encoder, generate, produce, register_catalog
+from common.envfile import read_env
+from common.registry_client import RegistryClient
 from spark_pipeline import aggregate, decode, enrich, job, load
-from spark_pipeline.bench import latency, throughput
-from spark_pipeline.bench.generate import Encoder, generate, produce, register_catalog
 from spark_pipeline.config import PipelineConfig, join
-from spark_pipeline.registry import RegistryClient, SchemaSnapshot
 from spark_pipeline.session import REPO_ROOT, build_session
-from stack.envfile import read_env
+from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
 
 
 def _topic(bootstrap: str, name: str, partitions: int) -> str:
@@ -172,7 +173,7 @@ def main() -> None:
     spark = build_session("headwater-bench")
     results["master"] = spark.sparkContext.master
     registry = RegistryClient(cfg.registry_url)
-    snapshot = registry.snapshot(cfg.subject_prefix)
+    snapshot = take_snapshot(registry, cfg.subject_prefix)
     if "throughput" in modes:
         topic = _topic(cfg.bootstrap, f"bench.events.{int(time.time())}", 6)
         encoder = Encoder(ids)

@@ -1,0 +1,89 @@
+"""Watches the running streaming queries: ends the run, or asks for a schema refresh on unknown schema ids.
+
+A batch that meets a schema id the decoder's snapshot lacks fails on purpose (`decode.py`, strict mode, with
+Spark's `raise_error`). The failure is recognised structurally: somewhere in the exception's cause chain is a
+Spark error of condition USER_RAISED_EXCEPTION whose `errorMessage` parameter is exactly
+`HEADWATER_UNKNOWN_SCHEMA_ID=<id>`; any other failure is raised as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from spark_pipeline.decode import UNKNOWN_ID_MARKER
+from spark_pipeline.snapshot import SchemaSnapshot
+
+log = logging.getLogger("spark_pipeline.supervisor")
+USER_RAISED = "USER_RAISED_EXCEPTION"
+MAX_CAUSES = 32
+
+
+class Query(Protocol):
+    """What the supervisor uses of a pyspark StreamingQuery (a seam for unit tests)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def isActive(self) -> bool: ...
+    def exception(self) -> Any: ...
+    def stop(self) -> None: ...
+
+
+def unknown_schema_ids(error: object) -> set[int]:
+    """The schema ids of the UNKNOWN_SCHEMA_ID errors in `error`'s cause chain (pyspark CapturedException:
+    `getCondition()`, `getMessageParameters()`, the converted Java cause in `_cause`)."""
+    ids: set[int] = set()
+    seen = 0
+    while error is not None and seen < MAX_CAUSES:
+        seen += 1
+        condition = getattr(error, "getCondition", lambda: None)()
+        if condition == USER_RAISED:
+            params: dict[str, str] = getattr(error, "getMessageParameters", dict)() or {}
+            message = str(params.get("errorMessage", ""))
+            number = message.removeprefix(UNKNOWN_ID_MARKER)
+            if message.startswith(UNKNOWN_ID_MARKER) and number.isdigit():
+                ids.add(int(number))
+        error = getattr(error, "_cause", None)
+    return ids
+
+
+def stop_all(queries: Sequence[Query]) -> None:
+    for q in queries:
+        try:
+            q.stop()
+        except Exception:  # stopping a failed query can raise again; the others must still stop
+            log.exception("stopping %s", q.name)
+
+
+def supervise(queries: Sequence[Query], take_snapshot: Callable[[], SchemaSnapshot], snapshot: SchemaSnapshot,
+              poll_s: float, available_now: bool) -> set[int] | None:
+    """Wait until the queries end. None: all done; a set: refresh the schemas (the unknown ids it names; empty
+    when polling `take_snapshot` every `poll_s` found new versions)."""
+    next_poll = time.monotonic() + poll_s
+    while True:
+        # One look at which queries ended, then their exceptions: Spark sets a query's exception before it marks
+        # the query terminated, so an ended query's failure is always seen. (Asking isActive again for "all
+        # ended?" took a query that failed in between for one that had finished: availableNow then returned
+        # with the failed batch never processed.)
+        ended = [q for q in queries if not q.isActive]
+        for q in ended:
+            exc = q.exception()
+            if exc is not None:
+                stop_all(queries)
+                ids = unknown_schema_ids(exc)
+                if not ids:
+                    raise exc
+                log.warning("query %s met unknown schema ids %s: refreshing the registry snapshot", q.name, ids)
+                return ids
+        if len(ended) == len(queries):
+            return None
+        if not available_now and time.monotonic() >= next_poll:
+            next_poll = time.monotonic() + poll_s
+            if take_snapshot().fingerprint() != snapshot.fingerprint():
+                log.warning("new schema versions in the registry: restarting the queries from their checkpoints")
+                stop_all(queries)
+                return set()
+        time.sleep(0.5)
