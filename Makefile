@@ -5,7 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed
+.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench bench-spark \
+	pipeline-artifact benchmarks-doc loadtest loadtest-distributed
 
 setup:
 	@bash stack/setup.sh
@@ -45,6 +46,18 @@ test-spark: setup
 # Not a test: starts a private stack on free ports, prints the gateway's figures and one JSON line at the end.
 bench: setup
 	@$(PY) -m bench.gateway
+
+# Not a test: the Spark pipeline's throughput and latency against the running stack (`make up` first).
+bench-spark: setup
+	@$(PY) -m bench.spark
+
+# docs/benchmarks/*.md from the JSON lines the benchmarks print (docs/benchmarks/README.md).
+benchmarks-doc: setup
+	@$(PY) -m bench.report
+
+# What spark-submit takes: dist/pipeline/headwater_pipeline.zip, its entry file, requirements.txt.
+pipeline-artifact: setup
+	@$(PY) -m stack.pipeline_artifact
 
 clean: down
 	rm -rf .headwater/data .headwater/logs .headwater/run

@@ -1,4 +1,4 @@
-"""Decodes an Avro batch body (protocol.md section 3, `sdk-specs/batch.avsc`) and reads the envelope prefix of a
+"""Decodes an Avro batch body (protocol.md section 3, `batch.avsc`) and reads the envelope prefix of a
 framed event without decoding the rest of it.
 """
 
@@ -8,7 +8,7 @@ import io
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from importlib import resources
 from typing import Any, NamedTuple
 
 import fastavro
@@ -16,8 +16,8 @@ import fastavro
 from gateway.config import Limits
 from gateway.errors import BadRequest, PayloadTooLarge
 
-BATCH_SCHEMA = fastavro.parse_schema(
-    json.loads((Path(__file__).resolve().parent.parent / "sdk-specs" / "batch.avsc").read_text()))
+# Package data: a copy of sdk-specs/batch.avsc (tests/packaging/test_gateway_package.py keeps them equal).
+BATCH_SCHEMA = fastavro.parse_schema(json.loads(resources.files("gateway").joinpath("batch.avsc").read_text()))
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 

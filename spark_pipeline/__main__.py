@@ -1,4 +1,5 @@
-"""Command line: `python -m spark_pipeline run|replay|audit` (settings: stack.env, then the environment)."""
+"""Command line: `python -m spark_pipeline run|replay|audit`, or `headwater-pipeline` (settings: stack.env, then the
+environment); `spark-submit` runs the same through `spark_pipeline/submit.py`."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from common.envfile import read_env
 from spark_pipeline import job
 from spark_pipeline.audit import net_loss
 from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
-from spark_pipeline.session import REPO_ROOT, build_session
+from spark_pipeline.session import build_session
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_pipeline", description=__doc__)
-    parser.add_argument("--env-file", type=Path, default=REPO_ROOT / ".headwater" / "stack.env",
-                        help="endpoints written by `make up` (the process environment wins over it)")
+    parser = argparse.ArgumentParser(prog="headwater-pipeline", description=__doc__)
+    parser.add_argument("--env-file", type=Path,
+                        default=Path(os.environ.get("HEADWATER_STATE_DIR") or ".headwater") / "stack.env",
+                        help="endpoints written by `make up`, if the file exists (the process environment wins "
+                             "over it; default $HEADWATER_STATE_DIR/stack.env, else .headwater/stack.env)")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="the streaming job (until stopped)")
     run.add_argument("--available-now", action="store_true", help="process what the topic holds now, then exit")

@@ -6,11 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-from spark_pipeline.session import REPO_ROOT
-
-DEFAULT_NODES_FILE = Path(__file__).resolve().parent / "data" / "nodes.csv"
 # A Hadoop file system URI: hdfs://namenode:8020/x, s3a://bucket/x, file:/x, file:///x.
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
 _DURATION = re.compile(r"(\d+) (second|minute|hour)s?")
@@ -38,8 +34,8 @@ class PipelineConfig:
     aggregates_topic: str = "headwater.aggregates"
     subject_prefix: str = "headwater.events."
     aggregate_subject: str = "headwater.aggregates.window_aggregate"
-    output_dir: str = str(REPO_ROOT / ".headwater" / "pipeline")
-    nodes_file: Path = DEFAULT_NODES_FILE
+    output_dir: str = os.path.join(".headwater", "pipeline")  # under the current folder unless set
+    nodes_file: str | None = None  # None: the inventory shipped in the package (`packaged.py`)
     lateness: str = "30 seconds"
     max_offsets_per_trigger: int = 200_000
     live_trigger: str = "0 seconds"
@@ -79,7 +75,7 @@ class PipelineConfig:
             subject_prefix=get("HEADWATER_SUBJECT_PREFIX", d.subject_prefix),
             aggregate_subject=get("HEADWATER_AGGREGATE_SUBJECT", d.aggregate_subject),
             output_dir=storage_root(get("HEADWATER_PIPELINE_DIR", d.output_dir)),
-            nodes_file=Path(get("HEADWATER_NODE_INVENTORY", str(d.nodes_file))),
+            nodes_file=_inventory(env.get("HEADWATER_NODE_INVENTORY", "")),
             lateness=lateness,
             max_offsets_per_trigger=_int(env, "HEADWATER_MAX_OFFSETS_PER_TRIGGER", d.max_offsets_per_trigger),
             live_trigger=_duration(env, "HEADWATER_LIVE_TRIGGER", d.live_trigger),
@@ -89,8 +85,6 @@ class PipelineConfig:
             starting_offsets=get("HEADWATER_STARTING_OFFSETS", d.starting_offsets),
             loss_grace=_duration(env, "HEADWATER_LOSS_GRACE", lateness),
         )
-        if not cfg.nodes_file.is_file():
-            raise ConfigError(f"HEADWATER_NODE_INVENTORY: no such file {cfg.nodes_file}")
         return cfg
 
 
@@ -98,7 +92,25 @@ def storage_root(value: str) -> str:
     """A folder of outputs or checkpoints as Spark takes it: a Hadoop file system URI (hdfs://, s3a://, file:)
     as given, a local path made absolute. Kept a string: pathlib would turn hdfs://nn/x into hdfs:/nn/x."""
     value = value.strip()
-    return value if _URI.match(value) else os.path.abspath(value)
+    return value if is_uri(value) else os.path.abspath(value)
+
+
+def is_uri(value: str) -> bool:
+    """Whether `value` names a Hadoop file system URI (read by the executors) rather than a local path."""
+    return bool(_URI.match(value.strip()))
+
+
+def _inventory(value: str) -> str | None:
+    """HEADWATER_NODE_INVENTORY: empty for the packaged one; a Hadoop URI (hdfs://, s3a://, file:) as given,
+    checked when Spark reads it; a local path made absolute and checked now."""
+    value = value.strip()
+    if not value:
+        return None
+    if is_uri(value):
+        return value
+    if not os.path.isfile(value):
+        raise ConfigError(f"HEADWATER_NODE_INVENTORY: no such file {value}")
+    return os.path.abspath(value)
 
 
 def join(root: str, *parts: str) -> str:

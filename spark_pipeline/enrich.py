@@ -6,6 +6,8 @@ UDFs that parse each distinct value of a batch once; everything else stays in th
 
 from __future__ import annotations
 
+import csv
+import io
 from functools import lru_cache
 from pathlib import Path
 
@@ -17,10 +19,18 @@ from pyspark.sql.pandas.functions import pandas_udf
 from pyspark.sql.types import StringType, StructField, StructType
 from ua_parser import parse
 
+from spark_pipeline import packaged
+from spark_pipeline.config import is_uri
+
 UA_TYPE = StructType([StructField("browser", StringType()), StructField("os", StringType()),
                       StructField("device", StringType())])
 INVENTORY_COLUMNS = ["region", "datacenter", "service"]
+INVENTORY_HEADER = ["node_id", *INVENTORY_COLUMNS]
 UNKNOWN = "unknown"
+
+
+class InventoryError(ValueError):
+    """The node inventory file is not the CSV the pipeline reads; the message names it."""
 
 
 @lru_cache(maxsize=65536)
@@ -58,10 +68,29 @@ def with_country(df: DataFrame) -> DataFrame:
     return df.withColumn("country", _country_udf(F.col("client_ip")))
 
 
-def read_inventory(spark: SparkSession, path: Path) -> DataFrame:
-    """The node inventory file (CSV: node_id, region, datacenter, service)."""
+def inventory_rows(location: str | None) -> list[tuple[str | None, ...]]:
+    """The rows of a local inventory CSV (None: the packaged one), read here; empty cells are null as in
+    Spark's CSV reader. Raises InventoryError when the header is not INVENTORY_HEADER."""
+    content = packaged.text(packaged.INVENTORY) if location is None else Path(location).read_text(encoding="utf-8")
+    reader = csv.reader(io.StringIO(content))
+    header = next(reader, [])
+    if [h.strip() for h in header] != INVENTORY_HEADER:
+        raise InventoryError(f"{location or 'packaged inventory'}: header {header} is not {INVENTORY_HEADER}")
+    return [tuple((cell.strip() or None) for cell in row) for row in reader if row]
+
+
+def read_inventory(spark: SparkSession, location: str | None) -> DataFrame:
+    """The node inventory (CSV: node_id, region, datacenter, service) as a small frame.
+
+    A Hadoop URI (hdfs://, s3a://, file:) is read by Spark where the executors can reach it; a local path or the
+    packaged inventory (None) is read on the driver and shipped as data, so no executor needs the file.
+    """
     schema = "node_id string, region string, datacenter string, service string"
-    return spark.read.csv(str(path), header=True, schema=schema).dropDuplicates(["node_id"])
+    if location is not None and is_uri(location):
+        frame = spark.read.csv(location, header=True, schema=schema)
+    else:
+        frame = spark.createDataFrame(inventory_rows(location), schema)
+    return frame.dropDuplicates(["node_id"])
 
 
 def with_inventory(df: DataFrame, inventory: DataFrame) -> DataFrame:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from spark_pipeline import packaged
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JARS_DIR = REPO_ROOT / ".headwater" / "jars" / "spark"
 NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
@@ -29,39 +31,44 @@ def connector_jars(jars_dir: Path | None = None) -> list[Path]:
     folder = Path(os.environ.get("HEADWATER_SPARK_JARS_DIR") or jars_dir or DEFAULT_JARS_DIR)
     jars = sorted(folder.glob("*.jar"))
     if not any(j.name.startswith("spark-sql-kafka") for j in jars):
-        raise ConnectorJarsMissing(f"no spark-sql-kafka jar in {folder}: run `make setup`")
+        raise ConnectorJarsMissing(f"no spark-sql-kafka jar in {folder}: run `make setup`, or set "
+                                   "HEADWATER_SPARK_JARS_DIR to a folder of the connector jars")
     return jars
+
+
+def under_spark_submit() -> bool:
+    """Whether this driver was launched by spark-submit (its JVM hands Python the gateway port)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def build_session(app_name: str, master: str | None = None, shuffle_partitions: int | None = None,
                   extra_conf: dict[str, str] | None = None) -> SparkSession:
-    """A session on `master` (SPARK_MASTER, default local[2]) with the connector jars on its classpath.
-
-    On a cluster the same local jar paths are shipped to the executors by `spark.jars`.
+    """A session with the pipeline's settings. Run directly (`python -m spark_pipeline`, tests): on `master`
+    (SPARK_MASTER, default local[2]) with the local connector jars and this interpreter for the workers.
+    Under spark-submit, the cluster's master, jars (`--jars`/`--packages`), memory and Python stay as given.
     """
-    # Executors' Python workers must use this interpreter (the virtualenv's), or they miss pyarrow & co.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    master = master or os.environ.get("SPARK_MASTER", "local[2]")
+    submitted = under_spark_submit()
+    if not submitted:
+        # Executors' Python workers must use this interpreter (the virtualenv's), or they miss pyarrow & co.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # 1 on a small machine: a stateful stage's fixed cost (state store load and commit) is per partition, and
     # with 2 the live query's micro-batch took 1.0 s instead of 0.75 s here. On a cluster: 2-3x the cores.
     partitions = shuffle_partitions or int(os.environ.get("SPARK_SHUFFLE_PARTITIONS", "1"))
     builder = (
         SparkSession.builder.appName(app_name)
-        .master(master)
-        .config("spark.jars", ",".join(str(j) for j in connector_jars()))
         .config("spark.sql.shuffle.partitions", str(partitions))
         .config("spark.sql.session.timeZone", "UTC")
         # Kafka headers become a map (decode.header); a repeated key keeps its last value instead of failing.
         .config("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
         .config("spark.ui.enabled", os.environ.get("SPARK_UI_ENABLED", "false"))
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "1g"))
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
         # Pools (spark_pipeline/data/fairscheduler.xml): the live query's tasks go before the file queries'.
         .config("spark.scheduler.mode", "FAIR")
-        .config("spark.scheduler.allocation.file", str(Path(__file__).resolve().parent / "data" / "fairscheduler.xml"))
+        .config("spark.scheduler.allocation.file",
+                os.environ.get("HEADWATER_FAIR_SCHEDULER_FILE") or str(packaged.local_file(packaged.FAIR_SCHEDULER)))
         # Commit a micro-batch's state by appending a changelog instead of uploading a snapshot of RocksDB.
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         # The logs of a live micro-batch took 60 ms with the FileContext manager's forks, 16 ms without. Sound
@@ -69,6 +76,10 @@ def build_session(app_name: str, master: str | None = None, shuffle_partitions: 
         .config("spark.sql.streaming.checkpointFileManagerClass",
                 os.environ.get("SPARK_CHECKPOINT_FILE_MANAGER") or FILESYSTEM_CHECKPOINT_MANAGER)
     )
+    if not submitted:
+        builder = (builder.master(master or os.environ.get("SPARK_MASTER", "local[2]"))
+                   .config("spark.jars", ",".join(str(j) for j in connector_jars()))
+                   .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "1g")))
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

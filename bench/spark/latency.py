@@ -9,7 +9,6 @@ covers its rank among that key's events.
 from __future__ import annotations
 
 import bisect
-import csv
 import io
 import json
 import threading
@@ -25,6 +24,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench.spark.generate import Encoder, Event, generate
 from spark_pipeline.config import PipelineConfig
+from spark_pipeline.enrich import inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
 
 Key = tuple[int, str, str]  # 10 s window start (ms), event_type, region
@@ -58,8 +58,7 @@ class Observations:
 
 
 def regions(cfg: PipelineConfig) -> dict[str, str]:
-    with cfg.nodes_file.open() as fh:
-        return {row["node_id"]: row["region"] for row in csv.DictReader(fh)}
+    return {str(row[0]): str(row[1]) for row in inventory_rows(cfg.nodes_file)}
 
 
 def consume_aggregates(cfg: PipelineConfig, obs: Observations, stop: threading.Event, ready: threading.Event) -> None:

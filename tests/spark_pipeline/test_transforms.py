@@ -9,7 +9,6 @@ import pytest
 
 from bench.spark.generate import Encoder, generate
 from spark_pipeline import aggregate, decode, enrich
-from spark_pipeline.config import DEFAULT_NODES_FILE
 from tests.spark_pipeline.frames import catalog_snapshot, framed, kafka_frame
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ def test_enrich_adds_user_agent_country_inventory_and_latency(spark: SparkSessio
     snapshot, ids = catalog_snapshot()
     events = list(generate(6, nodes=300))  # node-0001..; the inventory lists node-0001..node-0200
     decoded = decode.decode(decode.frame(kafka_frame(spark, framed(Encoder(ids), events))), snapshot, strict=False)
-    inventory = enrich.read_inventory(spark, DEFAULT_NODES_FILE)
+    inventory = enrich.read_inventory(spark, None)
     rows = {r["event_id"]: r for r in enrich.enrich(decode.events(decoded), inventory).collect()}
     first = rows[events[0].record["event_id"]]  # page_view, Chrome on Windows, client 8.8.8.8
     assert (first["ua"]["browser"], first["ua"]["os"]) == ("Chrome", "Windows")
@@ -89,7 +88,7 @@ def test_windows_dedup_and_minute_counts_in_batch(spark: SparkSession) -> None:
     decoded = decode.decode(decode.frame(kafka_frame(spark, payloads + payloads[:5])), snapshot, strict=False)
     deduped = aggregate.deduplicate(decode.events(decoded))
     assert deduped.count() == 30
-    inventory = enrich.read_inventory(spark, DEFAULT_NODES_FILE)
+    inventory = enrich.read_inventory(spark, None)
     aggs = aggregate.windowed_aggregates(enrich.with_inventory(deduped, inventory)).collect()
     by_granularity: dict[str, int] = {}
     for r in aggs:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import struct
 import uuid
@@ -14,7 +13,7 @@ import fastavro
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from bench.spark.generate import Encoder, Event, generate, produce, register_catalog
-from spark_pipeline.config import DEFAULT_NODES_FILE
+from spark_pipeline.enrich import inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
 from tests.kafka_helpers import consume_all
 
@@ -65,8 +64,7 @@ class EventSet:
 
 
 def region_of_nodes() -> dict[str, str]:
-    with DEFAULT_NODES_FILE.open() as fh:
-        return {row["node_id"]: row["region"] for row in csv.DictReader(fh)}
+    return {str(row[0]): str(row[1]) for row in inventory_rows(None)}
 
 
 def produce_event_set(bootstrap: str, registry_url: str, topic: str, *, count: int, start_ms: int,

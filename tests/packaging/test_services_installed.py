@@ -1,0 +1,119 @@
+"""The gateway and the registry, each pip-installed from its own package into a fresh virtualenv with no repository
+on its path: the console script answers --help, and a real start serves requests against the test broker."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import zstandard
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from common.registry_client import RegistryClient
+from tests.packaging.installs import Installed, free_port, install, stop, wait_http_200
+
+pytestmark = pytest.mark.integration
+WRITE_KEY = "hw_packaging-test-key-0123456789abcdefghijklmnop"
+NOT_SHIPPED = ("stack", "bench", "tests", "loadtest", "spark_pipeline")
+
+
+@pytest.fixture(scope="module")
+def gateway_venv(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    # `schemas` is shipped inside the gateway package until routes come from the registry (see its pyproject).
+    return install(tmp_path_factory.mktemp("gateway-pkg"), "gateway", "common", "schemas")
+
+
+@pytest.fixture(scope="module")
+def registry_venv(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    return install(tmp_path_factory.mktemp("registry-pkg"), "registry", "common")
+
+
+def imports_only_its_own(venv: Installed, package: str) -> None:
+    code = (f"import {package}, common, importlib.util as u; print({package}.__file__); "
+            f"print([n for n in {NOT_SHIPPED!r} if u.find_spec(n)])")
+    where, missing = venv.run(venv.bin("python"), "-c", code).splitlines()
+    assert str(venv.venv) in where and "site-packages" in where
+    assert missing == "[]", f"importable from the {package} venv: {missing}"
+
+
+def test_the_gateway_package_has_its_command_and_nothing_of_the_dev_tree(gateway_venv: Installed) -> None:
+    assert "usage" in gateway_venv.run(gateway_venv.bin("headwater-gateway"), "--help")
+    imports_only_its_own(gateway_venv, "gateway")
+
+
+def test_the_installed_gateway_starts_and_commits_a_batch(gateway_venv: Installed, bootstrap: str,
+                                                          registry_url: str, tmp_path: Path) -> None:
+    port = free_port()
+    env = gateway_venv.env({
+        "KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url, "HEADWATER_GATEWAY_PORT": str(port),
+        "HEADWATER_GATEWAY_WORKERS": "1", "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"pkg-{uuid.uuid4()}",
+        "HEADWATER_GATEWAY_WRITE_KEYS": f"pkg:{hashlib.sha256(WRITE_KEY.encode()).hexdigest()}",
+    })
+    with open(tmp_path / "gateway.log", "wb") as log:
+        proc = subprocess.Popen([str(gateway_venv.bin("headwater-gateway"))], cwd=gateway_venv.workdir, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_http_200(f"http://127.0.0.1:{port}/readyz", proc)
+        event = {"event_id": str(uuid.uuid4()), "event_type": "page_view", "producer_id": str(uuid.uuid4()),
+                 "seq": 0, "node_id": "node-0001", "created_at": int(time.time() * 1000), "context": {},
+                 "properties": {"url": "https://example.com/", "path": "/", "title": "Home", "user_agent": "ua",
+                                "session_id": "s1", "viewport": {"width": 1280, "height": 720}, "locale": "en"}}
+        body = {"batch_id": str(uuid.uuid4()), "sent_at": int(time.time() * 1000),
+                "sdk": {"name": "packaging-test", "version": "0"}, "events": [event]}
+        import urllib.request
+
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/batch", method="POST",
+            data=zstandard.ZstdCompressor().compress(json.dumps(body).encode()),
+            headers={"Content-Type": "application/json", "Content-Encoding": "zstd",
+                     "Authorization": f"Bearer {WRITE_KEY}"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.status == 200, resp.read()
+    finally:
+        stop(proc)
+    assert proc.returncode == 0, (tmp_path / "gateway.log").read_text()[-3000:]
+    assert WRITE_KEY not in (tmp_path / "gateway.log").read_text()
+
+
+def test_the_registry_package_has_its_command_and_nothing_of_the_dev_tree(registry_venv: Installed) -> None:
+    imports_only_its_own(registry_venv, "registry")
+    failed = subprocess.run([str(registry_venv.bin("headwater-registry"))], cwd=registry_venv.workdir,
+                            env=registry_venv.env({"KAFKA_BOOTSTRAP": ""}), capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert failed.returncode == 2 and "KAFKA_BOOTSTRAP" in failed.stderr
+
+
+@pytest.fixture
+def schemas_topic(bootstrap: str) -> Iterator[str]:
+    topic = f"_schemas_pkg_{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = NewTopic(topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})
+    admin.create_topics([new])[topic].result(30)
+    yield topic
+    admin.delete_topics([topic])[topic].result(30)
+
+
+def test_the_installed_registry_starts_and_serves_a_registration(registry_venv: Installed, bootstrap: str,
+                                                                 schemas_topic: str, tmp_path: Path) -> None:
+    port = free_port()
+    env = registry_venv.env({"KAFKA_BOOTSTRAP": bootstrap, "SCHEMAS_TOPIC": schemas_topic,
+                             "REGISTRY_PORT": str(port)})
+    with open(tmp_path / "registry.log", "wb") as log:
+        proc = subprocess.Popen([str(registry_venv.bin("headwater-registry"))], cwd=registry_venv.workdir, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_http_200(f"http://127.0.0.1:{port}/ready", proc)
+        client = RegistryClient(f"http://127.0.0.1:{port}", timeout_s=30)
+        schema = json.dumps({"type": "record", "name": "packaged", "namespace": "test", "fields": []})
+        schema_id = client.register("test.packaged", schema)
+        assert client.version("test.packaged", "latest")["id"] == schema_id
+        assert client.exists(schema_id) and not client.exists(schema_id + 10_000)
+    finally:
+        stop(proc)
+    assert proc.returncode == 0, (tmp_path / "registry.log").read_text()[-3000:]
