@@ -46,6 +46,8 @@ def test_spark_submit_runs_a_replay_from_the_artefact(tmp_path: Path, bootstrap:
     out = tmp_path / "replay"
     stdout = spark_submit(artefact, workdir, "replay", "--output", str(out),
                           env={"KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url, "EVENTS_TOPIC": topic})
-    counts = json.loads(stdout.strip().splitlines()[-1])
+    summary = [line for line in stdout.splitlines() if line.startswith('{"replay"')]
+    assert summary, stdout
+    counts = json.loads(summary[-1])
     assert counts["events"] == len(events) and counts["deadletter"] == 0
     assert counts["aggregates"] > 0  # joined with the inventory read from inside the zip
