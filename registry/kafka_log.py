@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from registry.errors import StoreUnavailable
-from registry.log import Apply, Record, WriterFenced
+from registry.schema_log import Apply, Record, WriterFenced
 
 log = logging.getLogger(__name__)
 # librdkafka's own log lines go through Python logging (JSON lines), not raw to stderr.

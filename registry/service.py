@@ -11,7 +11,7 @@ from registry import ops
 from registry.canonical import ParsedSchema
 from registry.compat import Problem
 from registry.errors import RegistryError, WriteConflict
-from registry.log import SchemaLog, WriterFenced
+from registry.schema_log import SchemaLog, WriterFenced
 from registry.state import State
 
 log = logging.getLogger(__name__)

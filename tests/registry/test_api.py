@@ -11,7 +11,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from registry.api import CONTENT_TYPE, make_app
-from registry.log import MemoryLog
+from registry.schema_log import MemoryLog
 from registry.service import Registry
 
 pytestmark = pytest.mark.unit

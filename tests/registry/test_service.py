@@ -11,7 +11,7 @@ import pytest
 
 from registry import errors, ops
 from registry.canonical import parse_schema
-from registry.log import MemoryLog, Record
+from registry.schema_log import MemoryLog, Record
 from registry.service import Registry
 
 pytestmark = pytest.mark.unit
