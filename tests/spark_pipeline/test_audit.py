@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_pipeline.audit import ARRIVED_LATE, MISSING, GapReport, ProducerState, SeenRange, apply_group, merge
+from spark_pipeline.audit import apply_group
 from spark_pipeline.config import ConfigError, PipelineConfig, duration_ms
+from spark_pipeline.gaps import ARRIVED_LATE, MISSING, GapReport, ProducerState, SeenRange, merge
 
 pytestmark = pytest.mark.unit
 
