@@ -32,7 +32,7 @@ from tests.gateway.helpers import (
     zstd,
 )
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration  # real HTTP on a loopback socket: not a unit test
 REVOKED = "hw_revoked-key-0123456789abcdefghijklmnopqrstuvwxyz"
 
 

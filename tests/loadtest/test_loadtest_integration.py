@@ -16,8 +16,10 @@ pytestmark = pytest.mark.integration
 
 
 def test_tiny_headless_run_reconciles_with_nothing_missing(stack_env: dict[str, str], tmp_path: Path) -> None:
-    if "GATEWAY_URL" not in stack_env:
-        pytest.skip("the session stack has no gateway (GATEWAY_URL is not in its stack.env)")
+    # A failure, never a skip: the session's stack always runs a gateway, and a HEADWATER_TEST_STACK_ENV that
+    # names a stack without one is a mistake to report.
+    assert "GATEWAY_URL" in stack_env and "HEADWATER_WRITE_KEY" in stack_env, \
+        f"the test stack has no gateway (GATEWAY_URL / HEADWATER_WRITE_KEY missing from {sorted(stack_env)})"
     env_file = tmp_path / "stack.env"
     write_env(env_file, stack_env)
     runs = tmp_path / "runs"

@@ -1,4 +1,4 @@
-"""Unit tests of the REST layer (routes, bodies, Confluent errors) over real HTTP, with the in-memory log."""
+"""Tests of the REST layer (routes, bodies, Confluent errors) over real HTTP on loopback, with the in-memory log."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from registry.api import CONTENT_TYPE, make_app
 from registry.schema_log import MemoryLog
 from registry.service import Registry
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration  # real HTTP on a loopback socket: not a unit test
 Scenario = Callable[[TestClient[Any, Any]], Awaitable[None]]
 V1 = json.dumps({"type": "record", "name": "r", "fields": [{"name": "a", "type": "string"}]})
 V2 = json.dumps({"type": "record", "name": "r", "fields": [{"name": "a", "type": "string"},
