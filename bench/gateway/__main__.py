@@ -13,6 +13,7 @@ leaves scheduling to the OS).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -93,7 +94,10 @@ def _phase(kind: str, env: dict[str, str], cache: SchemaCache, workload: Workloa
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    # No options (the variables above configure it); --help says so instead of starting a stack.
+    argparse.ArgumentParser(prog="python -m bench.gateway", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     seconds = _env_int("HEADWATER_BENCH_SECONDS", 8)
     concurrency = _env_int("HEADWATER_BENCH_CONCURRENCY", 64)
     workers = _env_int("HEADWATER_GATEWAY_WORKERS", 1)
