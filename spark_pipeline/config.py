@@ -19,7 +19,7 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """Every setting of the pipeline. README.md ("Spark pipeline: settings") documents each variable once.
+    """Every setting of the pipeline. docs/spark-pipeline.md ("Settings") documents each variable once.
 
     `lateness` is the watermark delay: how far behind the newest event time an event may arrive and still
     be deduplicated and counted by the streaming queries (later ones are counted only by `replay`); it is

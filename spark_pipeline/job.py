@@ -105,7 +105,7 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
     """Build the plans from `snapshot` and start the queries of `group` (QUERY_GROUPS).
 
     `live` and `files` let the latency-bound live aggregates and the Parquet outputs run as two applications
-    (README: "Spark pipeline: a 2-core machine"); `all` runs every query in this one.
+    (docs/tuning-small-hosts.md); `all` runs every query in this one.
     """
     out = Outputs(cfg.output_dir)
     inventory = enrich.read_inventory(spark, cfg.nodes_file).cache()

@@ -24,7 +24,7 @@ def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> i
 class StackConfig:
     """Where the stack keeps its state and which loopback ports and partition counts it uses.
 
-    Every field has an environment variable (documented in README.md, "Local stack"):
+    Every field has an environment variable (documented in docs/local-stack.md):
     HEADWATER_STATE_DIR, HEADWATER_KAFKA_PORT, HEADWATER_KAFKA_CONTROLLER_PORT,
     HEADWATER_EVENTS_PARTITIONS, HEADWATER_DEADLETTER_PARTITIONS, HEADWATER_AGGREGATES_PARTITIONS,
     HEADWATER_KAFKA_HEAP_MB, HEADWATER_KAFKA_FLUSH_MESSAGES, HEADWATER_START_TIMEOUT_S,

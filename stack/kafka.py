@@ -23,7 +23,7 @@ class BrokerError(RuntimeError):
 
 
 def server_properties(cfg: StackConfig) -> dict[str, str]:
-    """The broker's settings; README.md ("Broker settings") explains each choice."""
+    """The broker's settings; docs/local-stack.md ("Broker settings") explains each choice."""
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",

@@ -44,7 +44,7 @@ def _topic(bootstrap: str, name: str, partitions: int) -> str:
 
 
 def _files_app(cfg: PipelineConfig, env_file: Path) -> subprocess.Popen[bytes]:
-    """The Parquet queries as a second application at the lowest CPU priority (README: "a 2-core machine")."""
+    """The Parquet queries as a second application at the lowest CPU priority (docs/tuning-small-hosts.md)."""
     env = {**os.environ, "KAFKA_BOOTSTRAP": cfg.bootstrap, "REGISTRY_URL": cfg.registry_url,
            "EVENTS_TOPIC": cfg.events_topic, "HEADWATER_PIPELINE_DIR": str(cfg.output_dir),
            "HEADWATER_STARTING_OFFSETS": cfg.starting_offsets}
