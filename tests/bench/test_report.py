@@ -1,0 +1,54 @@
+"""docs/benchmarks is generated from the runs' JSON lines: the generator's tables, `--add`, and that the committed
+pages are what the committed runs give."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench import report
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_run_becomes_a_dated_table_with_one_more_table_per_list_of_objects(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    run = {"bench": "gateway", "date": "2026-11-24", "note": "n", "json_ratio": 0.71, "events": 123456,
+           "avro": {"p99_ms": 12.5}, "points": [{"rate": 1, "ms": {"p99": 2}}, {"rate": 2}]}
+    (tmp_path / "runs" / "gateway.jsonl").write_text(json.dumps(run) + "\n" + json.dumps(run) + "\n")
+    written = report.generate(tmp_path)
+    assert [p.name for p in written] == ["2026-11-24-gateway-1.md", "2026-11-24-gateway-2.md"]
+    page = written[0].read_text()
+    assert page.startswith("# gateway, 2026-11-24\n\nn\n")
+    assert "| `json_ratio` | 0.71 |" in page and "| `events` | 123,456 |" in page and "| `avro.p99_ms` | 12.5 |" in page
+    assert "| rate | ms.p99 |" in page and "| 2 |  |" in page
+    assert "- [2026-11-24-gateway-2](2026-11-24-gateway-2.md)" in (tmp_path / "README.md").read_text()
+
+
+def test_add_takes_the_json_lines_of_a_benchmark_output_and_labels_them(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    log = tmp_path / "out.log"
+    log.write_text('starting...\n{"kafka_read": 90000, "decode": 70000}\nnot json\n[1, 2]\n')
+    assert report.add(log, "spark", "2026-11-24", None, tmp_path) == 1
+    (line,) = (tmp_path / "runs" / "spark.jsonl").read_text().splitlines()
+    assert json.loads(line) == {"bench": "spark", "date": "2026-11-24", "kafka_read": 90000, "decode": 70000}
+    with pytest.raises(report.ReportError, match="--bench"):
+        report.add(log, None, None, None, tmp_path)
+
+
+def test_a_run_without_a_date_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "x.jsonl").write_text('{"bench": "x"}\n')
+    with pytest.raises(report.ReportError, match="date"):
+        report.generate(tmp_path)
+
+
+def test_the_committed_pages_are_generated_from_the_committed_runs(tmp_path: Path) -> None:
+    shutil.copytree(report.DOCS / "runs", tmp_path / "runs")
+    report.generate(tmp_path)
+    expected = {p.name: p.read_text() for p in tmp_path.glob("*.md")}
+    committed = {p.name: p.read_text() for p in report.DOCS.glob("*.md")}
+    assert committed == expected, "run `make benchmarks-doc`"
