@@ -19,7 +19,8 @@ from stack import pipeline_artifact
 from tests.packaging.installs import Installed, install
 from tests.spark_pipeline.truth import new_topic, produce_events
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+# pip installing pyspark and starting Spark twice take minutes on a loaded 2-core machine (default timeout 300 s).
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1200)]
 VENV_BIN = Path(sys.executable).parent  # the virtualenv running the tests: pyspark, its deps and spark-submit
 
 

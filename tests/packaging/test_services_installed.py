@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from common.registry_client import RegistryClient
 from tests.packaging.installs import Installed, free_port, install, stop, wait_http_200
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # includes a pip install per venv
 WRITE_KEY = "hw_packaging-test-key-0123456789abcdefghijklmnop"
 NOT_SHIPPED = ("stack", "bench", "tests", "loadtest", "spark_pipeline")
 
