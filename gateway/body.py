@@ -2,22 +2,32 @@
 
 aiohttp's own Content-Encoding decoding is switched off (`auto_decompress=False` on the runner): it would run
 in the HTTP parser before authentication, answer 400 in plain text for what it cannot decode, and bound only
-the output size. Here decompression happens after authentication, bounded by output size and ratio, and every
-failure maps to the gateway's own JSON errors.
+the output size. Here decompression happens after authentication, bounded by output size, ratio and frame
+count, and every failure maps to the gateway's own JSON errors.
+
+Cost is linear in the input: the decoder is fed bounded slices of the body (never the whole remaining body,
+which a decoder copies into `unused_data` at every frame end), a body may hold at most `max_frames` zstd
+frames or gzip members (each costs a new decoder), and a body large enough to take milliseconds is
+decompressed in a worker thread, off the event loop (zlib and zstd release the GIL while they work).
 """
 
 from __future__ import annotations
 
 import asyncio
 import zlib
+from collections.abc import Callable
 from typing import Protocol
 
+from aiohttp import ClientPayloadError
+from aiohttp.http_exceptions import BadHttpMessage
 from backports import zstd
 
 from gateway.config import Limits
-from gateway.errors import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMedia
+from gateway.errors import BadRequest, ClientGone, PayloadTooLarge, RequestTimeout, UnsupportedMedia
 
 _CHUNK = 64 * 1024
+_IN_SLICE = 16 * 1024        # input fed to a decoder per call: bounds the copy a frame end makes
+OFF_LOOP_BYTES = 64 * 1024   # compressed bodies above this are decompressed in a worker thread
 ENCODINGS = ("identity", "zstd", "gzip")
 
 
@@ -44,8 +54,13 @@ def content_encoding(header: str | None) -> str:
     return value
 
 
-async def read_body(stream: _Stream, content_length: int | None, limits: Limits, timeout_s: float) -> bytes:
-    """The raw (still compressed) body: at most `max_compressed_bytes`, within `timeout_s`."""
+async def read_body(stream: _Stream, content_length: int | None, limits: Limits, timeout_s: float,
+                    hold: Callable[[int], None] | None = None) -> bytes:
+    """The raw (still compressed) body: at most `max_compressed_bytes`, within `timeout_s`.
+
+    `hold(n)` is called for each chunk as it arrives (the in-flight byte budget): bytes are counted once
+    received, never by what `Content-Length` declares, so headers alone reserve nothing.
+    """
     cap = limits.max_compressed_bytes
     if content_length is not None and content_length > cap:
         raise PayloadTooLarge(f"body of {content_length} bytes exceeds {cap}", code="body_too_large")
@@ -60,10 +75,23 @@ async def read_body(stream: _Stream, content_length: int | None, limits: Limits,
                 size += len(chunk)
                 if size > cap:
                     raise PayloadTooLarge(f"body exceeds {cap} bytes", code="body_too_large")
+                if hold is not None:
+                    hold(len(chunk))
                 chunks.append(chunk)
     except TimeoutError:
         raise RequestTimeout(f"body not received within {timeout_s:g}s") from None
+    except (ConnectionError, ClientPayloadError) as exc:
+        raise ClientGone(f"client closed the connection after {size} body bytes ({type(exc).__name__})") from None
+    except BadHttpMessage as exc:
+        raise BadRequest(f"malformed body framing ({type(exc).__name__})", code="invalid_http") from None
     return b"".join(chunks)
+
+
+async def decompress_off_loop(raw: bytes, encoding: str, limits: Limits) -> bytes:
+    """`decompress`, in a worker thread when the body is large enough to hold the event loop for long."""
+    if encoding == "identity" or len(raw) <= OFF_LOOP_BYTES:
+        return decompress(raw, encoding, limits)
+    return await asyncio.get_running_loop().run_in_executor(None, decompress, raw, encoding, limits)
 
 
 def decompress(raw: bytes, encoding: str, limits: Limits) -> bytes:
@@ -74,7 +102,7 @@ def decompress(raw: bytes, encoding: str, limits: Limits) -> bytes:
         return raw
     by_ratio = max(len(raw), 1) * limits.max_ratio
     cap = min(limits.max_body_bytes, by_ratio)
-    out = _inflate(raw, encoding, cap)
+    out = _inflate(raw, encoding, cap, limits.max_frames)
     if len(out) > cap:
         if cap == by_ratio and by_ratio < limits.max_body_bytes:
             raise PayloadTooLarge(f"decompression ratio exceeds {limits.max_ratio}", code="ratio_too_large")
@@ -88,35 +116,56 @@ def _new_decoder(encoding: str) -> _Decoder:
     return zlib.decompressobj(wbits=31)  # gzip framing only
 
 
-def _inflate(raw: bytes, encoding: str, cap: int) -> bytes:
-    """Up to cap + 1 bytes of output (one more than allowed tells the caller it is over); multi-member aware."""
+def _inflate(raw: bytes, encoding: str, cap: int, max_frames: int) -> bytes:
+    """Up to cap + 1 bytes of output (one more than allowed tells the caller it is over); multi-frame aware."""
+    view = memoryview(raw)
     parts: list[bytes] = []
-    produced = 0
-    pending = raw
+    produced = pos = frames = 0
+    carry = b""  # input the last decoder read past the end of its frame (at most one slice)
+    decoder: _Decoder | None = None
     try:
-        while pending:
-            decoder = _new_decoder(encoding)
-            chunk = decoder.decompress(pending, cap + 1 - produced)
-            parts.append(chunk)
-            produced += len(chunk)
-            while not decoder.eof and produced <= cap:
-                chunk = decoder.decompress(b"", cap + 1 - produced) if encoding == "zstd" else \
-                    _zlib_more(decoder, cap + 1 - produced)
-                if not chunk:
-                    break
+        while produced <= cap:
+            if carry:
+                data, carry = carry, b""
+            elif pos < len(raw):
+                data = bytes(view[pos:pos + _IN_SLICE])
+                pos += len(data)
+            else:
+                break
+            if decoder is None:
+                frames += 1
+                if frames > max_frames:
+                    raise PayloadTooLarge(f"more than {max_frames} {encoding} frames in one body",
+                                          code="too_many_frames")
+                decoder = _new_decoder(encoding)
+            for chunk in _feed(decoder, encoding, data, cap + 1 - produced):
                 parts.append(chunk)
                 produced += len(chunk)
-            if produced > cap:
-                break
-            if not decoder.eof:
-                raise BadRequest(f"truncated {encoding} body", code="invalid_compression")
-            pending = decoder.unused_data
+            if decoder.eof:
+                carry, decoder = decoder.unused_data, None
     except (zstd.ZstdError, zlib.error) as exc:
-        raise BadRequest(f"corrupt {encoding} body: {exc}", code="invalid_compression") from None
+        raise BadRequest(f"corrupt {encoding} body: {str(exc)[:200]}", code="invalid_compression") from None
+    if produced <= cap and decoder is not None:
+        raise BadRequest(f"truncated {encoding} body", code="invalid_compression")
     return b"".join(parts)
 
 
-def _zlib_more(decoder: _Decoder, max_length: int) -> bytes:
-    # zlib keeps input it could not yet emit in unconsumed_tail; feed it back.
-    tail: bytes = getattr(decoder, "unconsumed_tail", b"")
-    return decoder.decompress(tail, max_length)
+def _feed(decoder: _Decoder, encoding: str, data: bytes, room: int) -> list[bytes]:
+    """Feed one slice; collect output until the decoder wants input, reaches its frame end, or `room` is used."""
+    out = [decoder.decompress(data, room)]
+    got = len(out[0])
+    while not decoder.eof and got < room:
+        if encoding == "zstd":
+            if getattr(decoder, "needs_input", True):
+                break
+            chunk = decoder.decompress(b"", room - got)
+        else:  # zlib keeps input it could not yet emit in unconsumed_tail; feed it back
+            tail: bytes = getattr(decoder, "unconsumed_tail", b"")
+            if not tail:
+                break
+            chunk = decoder.decompress(tail, room - got)
+        if not chunk:
+            break
+        out.append(chunk)
+        got += len(chunk)
+    return out

@@ -17,9 +17,9 @@ from gateway.avro_batch import decode_avro_batch, read_envelope
 from gateway.config import Limits
 from gateway.errors import BadRequest, GatewayError, PayloadTooLarge
 from gateway.ingest import avro_misses, json_misses, plan_avro, plan_json
+from gateway.json_batch import decode_json_batch
 from gateway.records import RequestMeta
 from gateway.registry import SchemaCache
-from gateway.wire import decode_json_batch
 from tests.gateway.helpers import (
     FakeRegistry,
     avro_batch,
@@ -146,7 +146,7 @@ def test_avro_plan(cache: SchemaCache, registry: FakeRegistry) -> None:
     body = avro_batch([good, unknown, corrupt, mismatch])
     avro = decode_avro_batch(body, Limits())
     assert avro_misses(avro.events, cache) == {9999}
-    plan = plan_avro(avro.events, cache, META, "dlq")
+    plan = plan_avro(avro, cache, META, "dlq")
     assert plan.accepted == 1
     assert plan.records[0].value == good  # forwarded byte for byte
     assert plan.records[0].key == b"node-a"
