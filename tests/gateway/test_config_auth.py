@@ -92,3 +92,17 @@ def test_source_rates_refill() -> None:
     rates.admit("b", 10, now=0.1)  # buckets are per source
     rates.admit("a", 5, now=0.6)
     SourceRates(rate=0).admit("a", 10**9)  # 0 = unlimited
+
+
+def test_batch_larger_than_the_bucket_is_admitted_when_full_and_leaves_a_debt() -> None:
+    from gateway.errors import RateLimited
+    from gateway.limits import SourceRates
+
+    rates = SourceRates(rate=5, burst_s=2)  # holds 10 events; a legal batch may hold 40
+    rates.admit("a", 40, now=0.0)  # refused forever before (429 on every retry): a livelock
+    with pytest.raises(RateLimited) as info:
+        rates.admit("a", 40, now=1.0)  # the debt (-30) must be paid back first: 40 events take 8 s
+    assert info.value.retry_after == 7
+    rates.admit("a", 40, now=8.0)
+    with pytest.raises(RateLimited):
+        rates.admit("a", 1, now=8.1)
