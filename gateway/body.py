@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from aiohttp import ClientPayloadError
-from aiohttp.http_exceptions import BadHttpMessage
+from aiohttp.http_exceptions import BadHttpMessage, ContentLengthError
 from backports import zstd
 
 from gateway.config import Limits
@@ -83,7 +83,7 @@ async def read_body(stream: _Stream, content_length: int | None, limits: Limits,
                 chunks.append(chunk)
     except TimeoutError:
         raise RequestTimeout(f"body not received within {timeout_s:g}s") from None
-    except (ConnectionError, ClientPayloadError) as exc:
+    except (ConnectionError, ClientPayloadError, ContentLengthError) as exc:  # the peer closed mid-body
         raise ClientGone(f"client closed the connection after {size} body bytes ({type(exc).__name__})") from None
     except BadHttpMessage as exc:
         raise BadRequest(f"malformed body framing ({type(exc).__name__})", code="invalid_http") from None
