@@ -227,7 +227,7 @@ def _avro_event(registry: FakeRegistry, **overrides: Any) -> bytes:
 async def _avro_envelope(url: str, s: aiohttp.ClientSession, producers: list[FakeProducer],
                          registry: FakeRegistry) -> None:
     avro = headers("identity", ctype="application/vnd.headwater.batch+avro")
-    bad = [{"event_id": "not-a-uuid"}, {"producer_id": "x" * 36}, {"seq": -1}, {"created_at": -5},
+    bad: list[dict[str, Any]] = [{"event_id": "not-a-uuid"}, {"producer_id": "x" * 36}, {"seq": -1}, {"created_at": -5},
            {"node_id": "n" * 60_000}, {"context": {"k" * 2000: "v"}}]
     for overrides in bad:
         status, body, _ = await post(s, url, avro_batch([_avro_event(registry, **overrides)]), avro)
@@ -382,8 +382,6 @@ test_reused_batch_id_with_other_events_is_409 = run(_reuse)
 
 
 def test_openapi_states_the_event_type_pattern() -> None:
-    import yaml
-
-    spec = yaml.safe_load((Path(__file__).resolve().parents[2] / "sdk-specs" / "openapi.yaml").read_text())
-    found = json.dumps(spec)
-    assert '"pattern": "^[a-z][a-z0-9_]{0,63}$"' in found
+    text = (Path(__file__).resolve().parents[2] / "sdk-specs" / "openapi.yaml").read_text()
+    event_type = text[text.index("        event_type:\n"):][:200]
+    assert 'pattern: "^[a-z][a-z0-9_]{0,63}$"' in event_type
