@@ -32,9 +32,6 @@ class Envelope(NamedTuple):
     node_id: str
     created_at: int
     sent_at: int
-    sdk_name: str
-    sdk_version: str
-    context_keys: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +91,15 @@ def envelope_problem(env: Envelope) -> str | None:
         return "event_id and producer_id must be UUIDs"
     if min(env.seq, env.created_at, env.sent_at) < 0:
         return "seq, created_at and sent_at must be >= 0"
-    texts = [env.event_type, env.node_id, env.sdk_name, env.sdk_version, *env.context_keys]
-    if max(len(t) for t in texts) > MAX_TEXT:
-        return f"event_type, node_id, sdk fields and context keys are at most {MAX_TEXT} characters"
+    if len(env.node_id) > MAX_TEXT or len(env.event_type) > MAX_TEXT:
+        return f"event_type and node_id are at most {MAX_TEXT} characters"
     return None
 
 
 def _long(data: bytes, pos: int) -> tuple[int, int]:
+    byte = data[pos]
+    if byte < 0x80:  # one byte: most lengths and small numbers
+        return (byte >> 1) ^ -(byte & 1), pos + 1
     shift = result = 0
     while True:
         byte = data[pos]
@@ -121,7 +120,7 @@ def _string(data: bytes, pos: int) -> tuple[str, int]:
 
 
 def read_envelope(body: bytes) -> Envelope:
-    """The envelope fields of an Avro event body, up to `context` (IndexError/ValueError if corrupt)."""
+    """The envelope fields of an Avro event body, up to `sent_at` (IndexError/ValueError if corrupt)."""
     event_id, pos = _string(body, 0)
     event_type, pos = _string(body, pos)
     producer_id, pos = _string(body, pos)
@@ -129,31 +128,4 @@ def read_envelope(body: bytes) -> Envelope:
     node_id, pos = _string(body, pos)
     created_at, pos = _long(body, pos)
     sent_at, pos = _long(body, pos)
-    branch, pos = _long(body, pos)  # received_at: ["null", long]
-    if branch == 1:
-        _, pos = _long(body, pos)
-    elif branch != 0:
-        raise ValueError("received_at union branch out of range")
-    sdk_name, pos = _string(body, pos)
-    sdk_version, pos = _string(body, pos)
-    keys, pos = _map_keys(body, pos)
-    return Envelope(event_id, event_type, producer_id, seq, node_id, created_at, sent_at, sdk_name, sdk_version,
-                    keys)
-
-
-def _map_keys(data: bytes, pos: int) -> tuple[list[str], int]:
-    """The keys of an Avro map<string> (blocks of count, then key/value pairs; a negative count has a size)."""
-    keys: list[str] = []
-    while True:
-        count, pos = _long(data, pos)
-        if count == 0:
-            return keys, pos
-        if count < 0:
-            count = -count
-            _, pos = _long(data, pos)
-        if count > len(data):
-            raise ValueError("map block count out of bounds")
-        for _ in range(count):
-            key, pos = _string(data, pos)
-            _, pos = _string(data, pos)
-            keys.append(key)
+    return Envelope(event_id, event_type, producer_id, seq, node_id, created_at, sent_at)
