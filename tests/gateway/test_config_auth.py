@@ -106,3 +106,13 @@ def test_batch_larger_than_the_bucket_is_admitted_when_full_and_leaves_a_debt() 
     rates.admit("a", 40, now=8.0)
     with pytest.raises(RateLimited):
         rates.admit("a", 1, now=8.1)
+
+
+def test_log_budget_admits_a_burst_then_a_rate_and_counts_the_dropped() -> None:
+    from gateway.http_errors import LogBudget
+
+    budget = LogBudget(rate=2, burst=3)
+    budget.last = 0.0
+    assert [budget.admit(now=0.0) for _ in range(5)] == [0, 0, 0, None, None]
+    assert budget.admit(now=0.5) == 2  # one token back; the line says two were dropped
+    assert budget.admit(now=0.6) is None

@@ -331,6 +331,8 @@ async def _expect(url: str, _s: aiohttp.ClientSession, producers: list[FakeProdu
         status, _, answer = await raw_http(url, head.replace(f"Authorization: Bearer {WRITE_KEY}\r\n".encode(),
                                                              auth.encode()))
         assert status == 401 and json.loads(answer)["code"] in ("missing_write_key", "invalid_write_key")
+    status, _, answer = await raw_http(url, head.replace(b"100-continue", b"200-ok"))
+    assert status == 417 and json.loads(answer)["code"] == "expectation_failed"
     host, port = url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     writer.write(head)
