@@ -159,7 +159,7 @@ async def _fetch(loads: list[Any]) -> None:
     except RegistryUnavailable:
         raise
     except Exception as exc:
-        raise RegistryUnavailable(f"schema lookup failed: {type(exc).__name__}") from None
+        raise RegistryUnavailable(f"schema lookup failed: {exc!r}") from None
 
 
 def _answer(gw: Gateway, source: str, batch_id: str, kind: str, plan: Plan, *, digest: bytes) -> web.Response:
