@@ -47,7 +47,7 @@ def build_app(cfg: GatewayConfig, worker: int = 0, *, routes: dict[str, Route] |
     recycler = ConnectionRecycler(cfg.conn_max_age_s, cfg.conn_max_requests, cfg.conn_jitter)
     app = web.Application(middlewares=make_middlewares(recycler), client_max_size=cfg.limits.max_compressed_bytes)
     app[GATEWAY] = gw
-    app.router.add_post("/v1/batch", handlers.post_batch)
+    app.router.add_post("/v1/batch", handlers.post_batch, expect_handler=handlers.expect_after_auth)
     app.router.add_get("/livez", handlers.livez)
     app.router.add_get("/readyz", handlers.readyz)
     app.router.add_get("/metrics", handlers.metrics)

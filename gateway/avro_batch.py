@@ -1,5 +1,5 @@
-"""Decodes an Avro batch body (protocol.md section 3, `batch.avsc`) and reads the envelope prefix of a
-framed event without decoding the rest of it.
+"""Decodes an Avro batch body (protocol.md section 3, `batch.avsc`), reads the envelope prefix of each
+framed event without decoding the rest of it, and applies the JSON path's envelope rules to both.
 """
 
 from __future__ import annotations
@@ -15,10 +15,23 @@ import fastavro
 
 from gateway.config import Limits
 from gateway.errors import BadRequest, PayloadTooLarge
+from gateway.json_batch import MAX_TEXT
 
 # Package data: a copy of sdk-specs/batch.avsc (tests/packaging/test_gateway_package.py keeps them equal).
 BATCH_SCHEMA = fastavro.parse_schema(json.loads(resources.files("gateway").joinpath("batch.avsc").read_text()))
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+class Envelope(NamedTuple):
+    """The fields every event schema starts with, in this order (`schemas/envelope.avsc`)."""
+
+    event_id: str
+    event_type: str
+    producer_id: str
+    seq: int
+    node_id: str
+    created_at: int
+    sent_at: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,16 +41,7 @@ class AvroBatch:
     sdk_name: str
     sdk_version: str
     events: list[bytes]
-
-
-class Envelope(NamedTuple):
-    """The first five fields every event schema starts with (the order the schemas guarantee)."""
-
-    event_id: str
-    event_type: str
-    producer_id: str
-    seq: int
-    node_id: str
+    envelopes: list[Envelope | None]  # None: the event's bytes are unreadable (rejected later, invalid_avro)
 
 
 def decode_avro_batch(body: bytes, limits: Limits) -> AvroBatch:
@@ -50,6 +54,9 @@ def decode_avro_batch(body: bytes, limits: Limits) -> AvroBatch:
         raise BadRequest("trailing bytes after the Avro batch", code="invalid_avro_batch")
     if not _UUID.match(doc["batch_id"]):
         raise BadRequest("batch_id is not a UUID", code="invalid_envelope")
+    if doc["sent_at"] < 0 or max(len(doc["sdk_name"]), len(doc["sdk_version"])) > MAX_TEXT:
+        raise BadRequest(f"sent_at must be >= 0 and sdk_name, sdk_version at most {MAX_TEXT} characters",
+                         code="invalid_envelope")
     events: list[bytes] = doc["events"]
     if not events:
         raise BadRequest("events must hold at least one event", code="invalid_envelope")
@@ -62,10 +69,37 @@ def decode_avro_batch(body: bytes, limits: Limits) -> AvroBatch:
         if len(event) < 5 or event[0] != 0:
             raise BadRequest(f"event {index} is not in Confluent framing (magic byte 0 + 4-byte schema id)",
                              code="invalid_framing")
-    return AvroBatch(doc["batch_id"], doc["sent_at"], doc["sdk_name"], doc["sdk_version"], events)
+    envelopes = [_checked_envelope(index, event) for index, event in enumerate(events)]
+    return AvroBatch(doc["batch_id"], doc["sent_at"], doc["sdk_name"], doc["sdk_version"], events, envelopes)
+
+
+def _checked_envelope(index: int, framed: bytes) -> Envelope | None:
+    """The event's envelope, None if unreadable; 400 `invalid_envelope` if it breaks the JSON path's rules."""
+    try:
+        env = read_envelope(framed[5:])
+    except (IndexError, ValueError):
+        return None
+    problem = envelope_problem(env)
+    if problem is not None:
+        raise BadRequest(f"event {index}: {problem}", code="invalid_envelope")
+    return env
+
+
+def envelope_problem(env: Envelope) -> str | None:
+    """What makes this envelope invalid under protocol.md section 2 (as the JSON path decodes it), if anything."""
+    if not _UUID.match(env.event_id) or not _UUID.match(env.producer_id):
+        return "event_id and producer_id must be UUIDs"
+    if min(env.seq, env.created_at, env.sent_at) < 0:
+        return "seq, created_at and sent_at must be >= 0"
+    if len(env.node_id) > MAX_TEXT or len(env.event_type) > MAX_TEXT:
+        return f"event_type and node_id are at most {MAX_TEXT} characters"
+    return None
 
 
 def _long(data: bytes, pos: int) -> tuple[int, int]:
+    byte = data[pos]
+    if byte < 0x80:  # one byte: most lengths and small numbers
+        return (byte >> 1) ^ -(byte & 1), pos + 1
     shift = result = 0
     while True:
         byte = data[pos]
@@ -86,10 +120,12 @@ def _string(data: bytes, pos: int) -> tuple[str, int]:
 
 
 def read_envelope(body: bytes) -> Envelope:
-    """event_id, event_type, producer_id, seq, node_id from an Avro event body (IndexError/ValueError if corrupt)."""
+    """The envelope fields of an Avro event body, up to `sent_at` (IndexError/ValueError if corrupt)."""
     event_id, pos = _string(body, 0)
     event_type, pos = _string(body, pos)
     producer_id, pos = _string(body, pos)
     seq, pos = _long(body, pos)
     node_id, pos = _string(body, pos)
-    return Envelope(event_id, event_type, producer_id, seq, node_id)
+    created_at, pos = _long(body, pos)
+    sent_at, pos = _long(body, pos)
+    return Envelope(event_id, event_type, producer_id, seq, node_id, created_at, sent_at)

@@ -40,6 +40,7 @@ class Limits:
     max_compressed_bytes: int = 1024 * 1024    # as received
     max_event_bytes: int = 64 * 1024           # one JSON event object or one framed Avro event
     max_ratio: int = 100                       # decompressed / compressed
+    max_frames: int = 64                       # zstd frames or gzip members in one body (each costs a decoder)
     max_inflight_events: int = 20_000          # per process; beyond: 503
     max_inflight_bytes: int = 64 * 1024 * 1024  # per process, decompressed; beyond: 503
     source_events_per_s: float = 0.0           # per write-key source and process; 0 = unlimited; beyond: 429
@@ -145,6 +146,7 @@ def _limits(env: Mapping[str, str]) -> Limits:
         max_compressed_bytes=_int(env, "HEADWATER_GATEWAY_MAX_COMPRESSED_BYTES", 1 << 20, 1024, 1 << 30),
         max_event_bytes=_int(env, "HEADWATER_GATEWAY_MAX_EVENT_BYTES", 64 << 10, 256, 1 << 20),
         max_ratio=_int(env, "HEADWATER_GATEWAY_MAX_RATIO", 100, 1, 100_000),
+        max_frames=_int(env, "HEADWATER_GATEWAY_MAX_FRAMES", 64, 1, 100_000),
         max_inflight_events=_int(env, "HEADWATER_GATEWAY_MAX_INFLIGHT_EVENTS", 20_000, 1, 10**8),
         max_inflight_bytes=_int(env, "HEADWATER_GATEWAY_MAX_INFLIGHT_BYTES", 64 << 20, 1 << 16, 1 << 40),
         source_events_per_s=_float(env, "HEADWATER_GATEWAY_SOURCE_EVENTS_PER_S", 0.0, 0.0, 1e9),

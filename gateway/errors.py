@@ -1,10 +1,18 @@
 """The gateway's error hierarchy: every whole-request failure, its stable code and its HTTP status, in one place.
 
-Per-event rejections are not exceptions: they are `Rejection` values (see `gateway.validate`) listed in the
-200/422 answer. Everything here aborts the whole request and nothing of it is written.
+Per-event rejections are not exceptions: they are `Rejection` values (`gateway.records`, made by
+`gateway.ingest`) listed in the 200/422 answer. Everything here aborts the whole request and nothing of it is
+written. Messages are clipped (`clip`): an error never echoes more than a few hundred characters of input.
 """
 
 from __future__ import annotations
+
+MAX_MESSAGE = 300  # characters of a human message (error answer, rejection, dead letter)
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    """`text` cut to `limit` characters (with an ellipsis): messages may quote client input, never much of it."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 class GatewayError(Exception):
@@ -15,6 +23,7 @@ class GatewayError(Exception):
     retry_after: int | None = None
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
+        message = clip(message)
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -33,6 +42,20 @@ class RequestTimeout(GatewayError):
 
     status = 408
     code = "request_timeout"
+
+
+class ClientGone(GatewayError):
+    """The client closed the connection before its body arrived: its own doing, counted apart (never sent)."""
+
+    status = 499
+    code = "client_disconnected"
+
+
+class Conflict(GatewayError):
+    """A `batch_id` already answered for other events (409): a retry must resend the same events."""
+
+    status = 409
+    code = "batch_id_reused"
 
 
 class Unauthorized(GatewayError):

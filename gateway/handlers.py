@@ -8,20 +8,27 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from gateway import metrics as m
 from gateway.avro_batch import decode_avro_batch
-from gateway.body import content_encoding, decompress, read_body
+from gateway.body import content_encoding, decompress_off_loop, read_body
 from gateway.commit import GroupCommitter
 from gateway.config import GatewayConfig
 from gateway.connections import client_ip
-from gateway.errors import RegistryUnavailable, ShuttingDown, UnsupportedMedia
+from gateway.errors import (
+    Conflict,
+    PayloadTooLarge,
+    RegistryUnavailable,
+    ShuttingDown,
+    UnsupportedMedia,
+    error_body,
+)
 from gateway.ingest import Plan, avro_misses, json_misses, plan_avro, plan_json
-from gateway.limits import CommittedBatches, InFlight, SourceRates
+from gateway.json_batch import decode_json_batch, events_digest
+from gateway.limits import CommittedBatches, InFlight, Reservation, SourceRates
 from gateway.records import RequestMeta
 from gateway.registry import SchemaCache
-from gateway.wire import decode_json_batch
 
 log = logging.getLogger("gateway.http")
 JSON_TYPE = "application/json"
@@ -56,6 +63,15 @@ def _media(content_type: str) -> str:
     raise UnsupportedMedia(f"Content-Type {content_type!r} is not {JSON_TYPE} or {AVRO_TYPE}")
 
 
+async def expect_after_auth(request: web.Request) -> web.StreamResponse | None:
+    """`Expect` is answered by `post_batch` once the request is authenticated (aiohttp's default answers
+    `100 Continue` to anyone, inviting an unauthenticated client to send its body)."""
+    if request.headers.get("Expect", "").strip().lower() != "100-continue":
+        return web.json_response(error_body("expectation_failed", "only Expect: 100-continue is supported"),
+                                 status=417, headers={"Connection": "close"})
+    return None
+
+
 async def post_batch(request: web.Request) -> web.Response:
     gw = request.app[GATEWAY]
     if gw.draining:
@@ -65,24 +81,26 @@ async def post_batch(request: web.Request) -> web.Response:
     kind = _media(request.content_type)
     encoding = content_encoding(request.headers.get("Content-Encoding"))
     limits = gw.cfg.limits
-    reserved = min(request.content_length or limits.max_compressed_bytes, limits.max_compressed_bytes)
-    gw.inflight.admit_bytes(reserved)
+    if request.version == HttpVersion11 and request.headers.get("Expect", "").strip().lower() == "100-continue":
+        if request.content_length is not None and request.content_length > limits.max_compressed_bytes:
+            raise PayloadTooLarge(f"body of {request.content_length} bytes exceeds {limits.max_compressed_bytes}",
+                                  code="body_too_large")
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the answer itself has not started
+    hold = Reservation(gw.inflight)  # bytes count once they arrive, decompressed output once more
     try:
         t0 = time.perf_counter()
-        raw = await read_body(request.content, request.content_length, limits, gw.cfg.body_timeout_s)
-        body = decompress(raw, encoding, limits)
+        raw = await read_body(request.content, request.content_length, limits, gw.cfg.body_timeout_s, hold.add)
+        body = await decompress_off_loop(raw, encoding, limits)
+        if body is not raw:
+            hold.add(len(body))
         m.BYTES_IN.labels("wire").inc(len(raw))
         m.BYTES_IN.labels("decompressed").inc(len(body))
         m.BODY_BYTES.observe(len(body))
         m.STAGE_SECONDS.labels("read").observe(time.perf_counter() - t0)
-        gw.inflight.release_bytes(reserved)
-        reserved = 0
-        held = len(raw) + len(body)  # what this request now holds, decompressed included
-        gw.inflight.admit_bytes(held)
-        reserved = held
         return await _ingest(request, gw, source, kind, body)
     finally:
-        gw.inflight.release_bytes(reserved)
+        hold.release()
 
 
 async def _ingest(request: web.Request, gw: Gateway, source: str, kind: str, body: bytes) -> web.Response:
@@ -90,15 +108,20 @@ async def _ingest(request: web.Request, gw: Gateway, source: str, kind: str, bod
     if kind == "json":
         batch, events = decode_json_batch(body, gw.cfg.limits)
         batch_id, count = batch.batch_id, len(events)
+        digest = events_digest([ev.event_id for ev in events])
     else:
         avro = decode_avro_batch(body, gw.cfg.limits)
         batch_id, count = avro.batch_id, len(avro.events)
+        digest = events_digest([env.event_id if env else f"#{i}" for i, env in enumerate(avro.envelopes)])
     request[BATCH_ID] = batch_id
     running = gw.running.get((source, batch_id))
     if running is not None:  # a retry while the first attempt is still in flight: wait for its outcome
         await asyncio.shield(running)
     cached = gw.committed.get(source, batch_id)
     if cached is not None:
+        if cached[2] != digest:
+            raise Conflict(f"batch_id {batch_id} was already answered for other events; a retry must resend the "
+                           "same events, a new batch needs a new batch_id")
         m.DEDUP_HITS.inc()
         return web.json_response(cached[1], status=cached[0], headers={"X-Headwater-Replayed": "true"})
     m.BATCH_EVENTS.observe(count)
@@ -114,12 +137,12 @@ async def _ingest(request: web.Request, gw: Gateway, source: str, kind: str, bod
             plan = plan_json(batch, events, gw.cache, meta, gw.cfg.deadletter_topic)
         else:
             await _fetch([gw.cache.fetch_id(i) for i in avro_misses(avro.events, gw.cache)])
-            plan = plan_avro(avro.events, gw.cache, meta, gw.cfg.deadletter_topic)
+            plan = plan_avro(avro, gw.cache, meta, gw.cfg.deadletter_topic)
         t1 = time.perf_counter()
         m.STAGE_SECONDS.labels("validate").observe(t1 - t0)
         await gw.committer.commit(plan.records)
         m.STAGE_SECONDS.labels("commit").observe(time.perf_counter() - t1)
-        return _answer(gw, source, batch_id, kind, plan)
+        return _answer(gw, source, batch_id, kind, plan, digest=digest)
     finally:
         gw.inflight.release_events(count)
         if gw.running.get((source, batch_id)) is done:
@@ -139,14 +162,14 @@ async def _fetch(loads: list[Any]) -> None:
         raise RegistryUnavailable(f"schema lookup failed: {exc!r}") from None
 
 
-def _answer(gw: Gateway, source: str, batch_id: str, kind: str, plan: Plan) -> web.Response:
+def _answer(gw: Gateway, source: str, batch_id: str, kind: str, plan: Plan, *, digest: bytes) -> web.Response:
     body = {
         "batch_id": batch_id,
         "accepted": plan.accepted,
         "rejected": [{"index": r.index, "code": r.code, "message": r.message} for r in plan.rejected],
     }
     status = 200 if plan.accepted else 422
-    gw.committed.put(source, batch_id, status, body)
+    gw.committed.put(source, batch_id, status, body, digest)
     m.EVENTS.labels("accepted", kind).inc(plan.accepted)
     if plan.rejected:
         m.EVENTS.labels("rejected", kind).inc(len(plan.rejected))

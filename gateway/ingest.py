@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
-from typing import Any
 
 import fastavro
 import msgspec
 
-from gateway.avro_batch import read_envelope
-from gateway.errors import BadRequest
+from gateway.avro_batch import AvroBatch, Envelope
+from gateway.errors import clip
+from gateway.json_batch import WireBatch, WireEvent, check_numbers
 from gateway.records import KafkaRecord, Rejection, RequestMeta, SchemaRef, dead_letter, event_headers, frame
 from gateway.registry import SchemaCache
 from gateway.schemas import CompiledSchema
-from gateway.wire import WireBatch, WireEvent
 
 _NO_SCHEMA = SchemaRef(None, None, None)
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 @dataclass
@@ -50,7 +48,8 @@ def plan_json(batch: WireBatch, events: list[WireEvent], cache: SchemaCache, met
         route = cache.routes.get(ev.event_type)
         schema = cache.by_version(route, ev.schema_version) if route is not None else None
         if route is None:
-            rej, ref = Rejection(index, "unknown_event_type", f"unknown event type {ev.event_type!r}"), _NO_SCHEMA
+            rej = Rejection(index, "unknown_event_type", clip(f"unknown event type {ev.event_type!r}"))
+            ref = _NO_SCHEMA
         elif schema is None:
             what = f"version {ev.schema_version}" if ev.schema_version else "a registered version"
             rej = Rejection(index, "unknown_schema_version", f"subject {route.subject} has no {what}")
@@ -75,13 +74,11 @@ def _encode_json_event(index: int, batch: WireBatch, ev: WireEvent, schema: Comp
                        meta: RequestMeta) -> bytes | Rejection:
     try:
         props = schema.properties_decoder.decode(ev.properties)
-    except msgspec.ValidationError as exc:
-        _raise_if_unrepresentable(index, ev.properties)
-        return Rejection(index, "invalid_properties", str(exc))
-    except msgspec.DecodeError as exc:  # pragma: no cover - the batch decode already checked the syntax
-        raise BadRequest(f"event {index}: {exc}", code="invalid_json") from None
-    except RecursionError:
-        raise BadRequest(f"event {index}: JSON nested too deeply", code="too_deep") from None
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+        # Numbers no schema can hold (beyond 64 bits, overflowing a double) and nesting past ~1000 levels fail
+        # the whole request (400); anything else the schema refuses rejects this event.
+        check_numbers(ev.properties, f"event {index}")
+        return Rejection(index, "invalid_properties", clip(str(exc) or type(exc).__name__))
     record = {
         "event_id": ev.event_id, "event_type": ev.event_type, "producer_id": ev.producer_id, "seq": ev.seq,
         "node_id": ev.node_id, "created_at": ev.created_at, "sent_at": batch.sent_at,
@@ -93,30 +90,8 @@ def _encode_json_event(index: int, batch: WireBatch, ev: WireEvent, schema: Comp
     try:
         fastavro.schemaless_writer(buf, schema.parsed, record)
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
-        return Rejection(index, "invalid_properties", f"does not match the schema: {exc}")
+        return Rejection(index, "invalid_properties", clip(f"does not match the schema: {exc}"))
     return buf.getvalue()
-
-
-def _raise_if_unrepresentable(index: int, raw: msgspec.Raw) -> None:
-    """Numbers no schema can hold (beyond 64 bits, or overflowing a double) fail the whole request (400)."""
-    try:
-        value = msgspec.json.decode(raw)
-    except msgspec.ValidationError:
-        raise BadRequest(f"event {index}: number out of range", code="invalid_number") from None
-    except RecursionError:
-        raise BadRequest(f"event {index}: JSON nested too deeply", code="too_deep") from None
-    if _has_huge_int(value):
-        raise BadRequest(f"event {index}: integer beyond 64 bits", code="invalid_number")
-
-
-def _has_huge_int(value: Any) -> bool:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return not _INT64[0] <= value <= _INT64[1]
-    if isinstance(value, dict):
-        return any(_has_huge_int(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_huge_int(v) for v in value)
-    return False
 
 
 def avro_misses(events: list[bytes], cache: SchemaCache) -> set[int]:
@@ -125,18 +100,17 @@ def avro_misses(events: list[bytes], cache: SchemaCache) -> set[int]:
     return {i for i in ids if cache.by_id(i) is None and not cache.known_missing(i)}
 
 
-def plan_avro(events: list[bytes], cache: SchemaCache, meta: RequestMeta, deadletter_topic: str) -> Plan:
+def plan_avro(batch: AvroBatch, cache: SchemaCache, meta: RequestMeta, deadletter_topic: str) -> Plan:
     plan = Plan()
-    for index, framed in enumerate(events):
+    for index, (framed, env) in enumerate(zip(batch.events, batch.envelopes, strict=True)):
         schema_id = int.from_bytes(framed[1:5], "big")
         schema = cache.by_id(schema_id)
-        env = None
         if schema is None:
             rej = Rejection(index, "unknown_schema_id", f"schema id {schema_id} is not an event schema")
             ref = SchemaRef(None, None, schema_id)
         else:
             ref = SchemaRef(schema.route.subject, schema.version, schema_id)
-            env, rej_or_none = _check_avro_event(index, framed, schema)
+            rej_or_none = _check_avro_event(index, framed, env, schema)
             if rej_or_none is None and env is not None:
                 plan.records.append(KafkaRecord(schema.route.topic, env.node_id.encode(), framed,
                                                 event_headers(meta, env.event_id, env.producer_id)))
@@ -151,18 +125,19 @@ def plan_avro(events: list[bytes], cache: SchemaCache, meta: RequestMeta, deadle
     return plan
 
 
-def _check_avro_event(index: int, framed: bytes, schema: CompiledSchema) -> tuple[Any, Rejection | None]:
+def _check_avro_event(index: int, framed: bytes, env: Envelope | None, schema: CompiledSchema) -> Rejection | None:
     body = framed[5:]
     try:
-        env = read_envelope(body)
+        if env is None:
+            raise ValueError("the envelope fields are unreadable")
         buf = io.BytesIO(body)
         fastavro.schemaless_reader(buf, schema.parsed, schema.skip_reader)
     except Exception as exc:
-        return None, Rejection(index, "invalid_avro", f"not readable with schema id {schema.schema_id}: {exc!r}")
+        return Rejection(index, "invalid_avro", clip(f"not readable with schema id {schema.schema_id}: {exc!r}"))
     if buf.tell() != len(body):
-        return env, Rejection(index, "invalid_avro", f"{len(body) - buf.tell()} trailing bytes after the record")
+        return Rejection(index, "invalid_avro", f"{len(body) - buf.tell()} trailing bytes after the record")
     if env.event_type != schema.route.event_type:
-        return env, Rejection(index, "event_type_mismatch",
-                              f"event_type {env.event_type!r} but schema id {schema.schema_id} is "
-                              f"{schema.route.event_type!r}")
-    return env, None
+        return Rejection(index, "event_type_mismatch",
+                         clip(f"event_type {env.event_type!r} but schema id {schema.schema_id} is "
+                              f"{schema.route.event_type!r}"))
+    return None

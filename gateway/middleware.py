@@ -33,18 +33,20 @@ def make_middlewares(recycler: ConnectionRecycler) -> list[Callable[..., Awaitab
         except GatewayError as exc:
             code = exc.code
             resp = error_response(exc)
-        except web.HTTPException as exc:  # routing: 404, 405
+        except web.HTTPException as exc:  # routing: 404, 405 (with its Allow header)
             code = exc.reason.lower().replace(" ", "_")
-            resp = web.json_response(error_body(code, exc.reason), status=exc.status)
+            kept = {k: v for k, v in exc.headers.items() if k.lower() == "allow"}
+            resp = web.json_response(error_body(code, exc.reason), status=exc.status, headers=kept or None)
         except Exception as exc:
-            log.exception("unhandled error on %s", request.path)
+            log.error("unhandled error", exc_info=True, extra={"fields": {"path": request.path[:200]}})
             code = "internal_error"
             resp = web.json_response(error_body(code, f"internal error: {type(exc).__name__}"), status=500)
         elapsed = time.perf_counter() - t0
         if request.path == "/v1/batch":
             m.REQUEST_SECONDS.observe(elapsed)
             if resp.status >= 400 and resp.status != 422:
-                # The body may not have been read: this connection cannot carry another request safely.
+                # The body may not have been read: this connection cannot carry another request safely. A 499
+                # (client gone mid-body) is never delivered: its request line is its one log line.
                 resp.force_close()
             log.info("request", extra={"fields": {
                 "path": request.path, "status": resp.status, "code": code, "ms": round(elapsed * 1000, 2),

@@ -11,13 +11,14 @@ from aiohttp import web
 
 from gateway.app import build_app
 from gateway.config import GatewayConfig
+from gateway.http_errors import GatewayRunner
 
 log = logging.getLogger("gateway.server")
 
 
 def make_runner(app: web.Application, cfg: GatewayConfig) -> web.AppRunner:
     """aiohttp runner settings: our own decompression, idle timeout (also bounds slow headers), drain deadline."""
-    return web.AppRunner(
+    return GatewayRunner(  # aiohttp's own error answers (bad HTTP) as JSON, without the request in the log
         app,
         auto_decompress=False,            # gateway.body decompresses, after auth, with caps
         keepalive_timeout=cfg.idle_timeout_s,

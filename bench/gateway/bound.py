@@ -17,10 +17,10 @@ from gateway.avro_batch import decode_avro_batch
 from gateway.body import decompress
 from gateway.config import Limits
 from gateway.ingest import plan_avro, plan_json
+from gateway.json_batch import decode_json_batch
 from gateway.producer import kafka_config, produce_record
 from gateway.records import RequestMeta
 from gateway.registry import SchemaCache
-from gateway.wire import decode_json_batch
 
 
 def run_bound(bodies: list[Body], cache: SchemaCache, bootstrap: str, kind: str, batches_per_txn: int = 100) -> float:
@@ -38,7 +38,7 @@ def run_bound(bodies: list[Body], cache: SchemaCache, bootstrap: str, kind: str,
             batch, wire_events = decode_json_batch(raw, limits)
             plan = plan_json(batch, wire_events, cache, meta, "headwater.deadletter")
         else:
-            plan = plan_avro(decode_avro_batch(raw, limits).events, cache, meta, "headwater.deadletter")
+            plan = plan_avro(decode_avro_batch(raw, limits), cache, meta, "headwater.deadletter")
         for record in plan.records:
             while True:
                 try:

@@ -9,6 +9,7 @@ import random
 import pytest
 import zstandard
 
+from gateway import body as body_module
 from gateway.body import content_encoding, decompress, read_body
 from gateway.config import Limits
 from gateway.errors import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMedia
@@ -93,3 +94,40 @@ def test_read_body_limits_and_timeout() -> None:
             await read_body(_Slow([b"x"] * 100, 0.05), None, LIMITS, 0.2)
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("encoding", ["zstd", "gzip"])
+def test_frames_across_slice_boundaries(encoding: str) -> None:
+    rng = random.Random(4)
+    pieces = [rng.randbytes(rng.randrange(0, 9_000)) + b"a" * rng.randrange(0, 30_000) for _ in range(60)]
+    z = zstandard.ZstdCompressor()
+    raw = b"".join(z.compress(p) if encoding == "zstd" else gzip.compress(p) for p in pieces)
+    limits = Limits(max_body_bytes=10_000_000, max_ratio=1000, max_frames=60)
+    assert decompress(raw, encoding, limits) == b"".join(pieces)
+    with pytest.raises(PayloadTooLarge) as info:
+        decompress(raw, encoding, Limits(max_body_bytes=10_000_000, max_ratio=1000, max_frames=59))
+    assert info.value.code == "too_many_frames"
+
+
+@pytest.mark.parametrize("encoding", ["zstd", "gzip"])
+def test_decoders_are_fed_each_input_byte_about_once(encoding: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linear in the input: 1 MiB of empty frames must not be copied once per frame (issue 14, item 1)."""
+    fed = [0]
+    real = body_module._new_decoder
+
+    class Counting:
+        def __init__(self) -> None:
+            self.inner = real(encoding)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.inner, name)
+
+        def decompress(self, data: bytes, max_length: int = -1) -> bytes:
+            fed[0] += len(data)
+            return self.inner.decompress(data, max_length)
+
+    monkeypatch.setattr(body_module, "_new_decoder", lambda _encoding: Counting())
+    frame = bytes.fromhex("28b52ffd2000010000") if encoding == "zstd" else gzip.compress(b"")
+    raw = frame * (1024 * 1024 // len(frame))
+    assert decompress(raw, encoding, Limits(max_frames=10**6)) == b""
+    assert fed[0] <= 8 * len(raw), fed[0]  # about 64 bytes per frame; the whole rest of the body per frame before

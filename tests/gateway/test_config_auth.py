@@ -92,3 +92,27 @@ def test_source_rates_refill() -> None:
     rates.admit("b", 10, now=0.1)  # buckets are per source
     rates.admit("a", 5, now=0.6)
     SourceRates(rate=0).admit("a", 10**9)  # 0 = unlimited
+
+
+def test_batch_larger_than_the_bucket_is_admitted_when_full_and_leaves_a_debt() -> None:
+    from gateway.errors import RateLimited
+    from gateway.limits import SourceRates
+
+    rates = SourceRates(rate=5, burst_s=2)  # holds 10 events; a legal batch may hold 40
+    rates.admit("a", 40, now=0.0)  # refused forever before (429 on every retry): a livelock
+    with pytest.raises(RateLimited) as info:
+        rates.admit("a", 40, now=1.0)  # the debt (-30) must be paid back first: 40 events take 8 s
+    assert info.value.retry_after == 7
+    rates.admit("a", 40, now=8.0)
+    with pytest.raises(RateLimited):
+        rates.admit("a", 1, now=8.1)
+
+
+def test_log_budget_admits_a_burst_then_a_rate_and_counts_the_dropped() -> None:
+    from gateway.http_errors import LogBudget
+
+    budget = LogBudget(rate=2, burst=3)
+    budget.last = 0.0
+    assert [budget.admit(now=0.0) for _ in range(5)] == [0, 0, 0, None, None]
+    assert budget.admit(now=0.5) == 2  # one token back; the line says two were dropped
+    assert budget.admit(now=0.6) is None

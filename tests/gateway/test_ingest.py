@@ -17,9 +17,9 @@ from gateway.avro_batch import decode_avro_batch, read_envelope
 from gateway.config import Limits
 from gateway.errors import BadRequest, GatewayError, PayloadTooLarge
 from gateway.ingest import avro_misses, json_misses, plan_avro, plan_json
+from gateway.json_batch import decode_json_batch
 from gateway.records import RequestMeta
 from gateway.registry import SchemaCache
-from gateway.wire import decode_json_batch
 from tests.gateway.helpers import (
     FakeRegistry,
     avro_batch,
@@ -146,7 +146,7 @@ def test_avro_plan(cache: SchemaCache, registry: FakeRegistry) -> None:
     body = avro_batch([good, unknown, corrupt, mismatch])
     avro = decode_avro_batch(body, Limits())
     assert avro_misses(avro.events, cache) == {9999}
-    plan = plan_avro(avro.events, cache, META, "dlq")
+    plan = plan_avro(avro, cache, META, "dlq")
     assert plan.accepted == 1
     assert plan.records[0].value == good  # forwarded byte for byte
     assert plan.records[0].key == b"node-a"
@@ -177,3 +177,33 @@ def test_msgspec_raw_is_kept_exactly(cache: SchemaCache) -> None:
     raw = msgspec.json.encode(batch(ev))
     wire_batch, _ = decode_json_batch(raw, LIMITS)
     assert json.loads(bytes(wire_batch.events[0])) == ev
+
+
+def test_avro_envelope_is_read_to_sent_at_and_checked_like_json(registry: FakeRegistry) -> None:
+    from gateway.avro_batch import envelope_problem
+
+    sid = registry.id_of("page_view", 2)
+    text = registry.by_id[sid]["schema"]
+    event = page_view(7, "n")
+    env = read_envelope(avro_event(text, sid, avro_record(event, sent_at=99))[5:])
+    assert (env.seq, env.node_id, env.created_at, env.sent_at) == (7, "node-n", event["created_at"], 99)
+    assert envelope_problem(env) is None
+    for bad in ({"event_id": "x"}, {"seq": -1}, {"created_at": -1}, {"node_id": "n" * 1025}):
+        env = read_envelope(avro_event(text, sid, avro_record(page_view(**bad)))[5:])
+        assert envelope_problem(env) is not None, bad
+    with pytest.raises(BadRequest) as info:
+        decode_avro_batch(avro_batch([avro_event(text, sid, avro_record(page_view(seq=-3)))]), Limits())
+    assert info.value.code == "invalid_envelope" and "event 0" in info.value.message
+
+
+def test_unknown_fields_are_ignored_but_their_numbers_checked() -> None:
+    doc = batch(page_view())
+    doc["future"] = {"nested": [1, 2.5, "x"]}
+    doc["events"][0]["later"] = -12
+    doc["sdk"]["build"] = 3
+    batch_, events = decode_json_batch(dumps(doc), LIMITS)
+    assert len(events) == 1 and batch_.sdk.name == "headwater-test"
+    for where in (doc, doc["events"][0], doc["sdk"]):
+        where["huge"] = 2**70
+        assert _error(dumps(doc)).code == "invalid_number"
+        del where["huge"]
