@@ -12,6 +12,7 @@ from aiohttp import web
 
 from gateway import metrics as m
 from gateway.avro_batch import decode_avro_batch
+from gateway.batch_cache import SharedCommittedBatches
 from gateway.body import content_encoding, decompress, read_body
 from gateway.commit import GroupCommitter
 from gateway.config import GatewayConfig
@@ -20,7 +21,7 @@ from gateway.errors import RegistryUnavailable, ShuttingDown, UnsupportedMedia
 from gateway.ingest import Plan, avro_misses, json_misses, plan_avro, plan_json
 from gateway.limits import CommittedBatches, InFlight, SourceRates
 from gateway.records import RequestMeta
-from gateway.registry import SchemaCache
+from gateway.schema_cache import SchemaCache
 from gateway.wire import decode_json_batch
 
 log = logging.getLogger("gateway.http")
@@ -36,7 +37,7 @@ class Gateway:
     cache: SchemaCache
     committer: GroupCommitter
     inflight: InFlight
-    committed: CommittedBatches
+    committed: CommittedBatches | SharedCommittedBatches
     rates: SourceRates
     draining: bool = False
     # (source, batch_id) of batches being processed, so that a concurrent retry waits for the first attempt.
@@ -110,10 +111,14 @@ async def _ingest(request: web.Request, gw: Gateway, source: str, kind: str, bod
         meta = RequestMeta.make(batch_id, int(time.time() * 1000), source,
                                 client_ip(request, gw.cfg.trusted_proxies), request.headers.get("User-Agent", ""))
         if kind == "json":
-            await _fetch([gw.cache.fetch_version(gw.cache.routes[t], v) for t, v in json_misses(events, gw.cache)])
+            misses = json_misses(events, gw.cache)
+            gw.cache.charge(source, len(misses))
+            await _fetch([gw.cache.fetch_version(t, v) for t, v in misses])
             plan = plan_json(batch, events, gw.cache, meta, gw.cfg.deadletter_topic)
         else:
-            await _fetch([gw.cache.fetch_id(i) for i in avro_misses(avro.events, gw.cache)])
+            ids = avro_misses(avro.events, gw.cache)
+            gw.cache.charge(source, len(ids))
+            await _fetch([gw.cache.fetch_id(i) for i in ids])
             plan = plan_avro(avro.events, gw.cache, meta, gw.cfg.deadletter_topic)
         t1 = time.perf_counter()
         m.STAGE_SECONDS.labels("validate").observe(t1 - t0)
@@ -162,9 +167,12 @@ async def livez(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     gw = request.app[GATEWAY]
     kafka = await asyncio.get_running_loop().run_in_executor(None, gw.committer.reachable, 1.0)
-    checks = {"kafka": kafka, "registry": gw.cache.healthy, "accepting": not gw.draining}
+    # Ready = can accept the traffic it will get: cached schemas keep serving through a registry outage, so the
+    # registry's reachability is reported, not required.
+    checks = {"kafka": kafka, "schemas": gw.cache.loaded, "accepting": not gw.draining}
     ok = all(checks.values())
-    return web.json_response({"status": "ready" if ok else "not_ready", "checks": checks}, status=200 if ok else 503)
+    return web.json_response({"status": "ready" if ok else "not_ready", "checks": checks,
+                              "registry_reachable": gw.cache.healthy}, status=200 if ok else 503)
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -19,7 +19,7 @@ from gateway.config import Limits
 from gateway.ingest import plan_avro, plan_json
 from gateway.producer import kafka_config, produce_record
 from gateway.records import RequestMeta
-from gateway.registry import SchemaCache
+from gateway.schema_cache import SchemaCache
 from gateway.wire import decode_json_batch
 
 
