@@ -204,3 +204,18 @@ def zstd(data: bytes) -> bytes:
     import zstandard
 
     return zstandard.ZstdCompressor().compress(data)
+
+
+def event_type_schema(event_type: str) -> str:
+    """The schema text of a minimal new event type (envelope fields + a `plan` string property)."""
+    return json.dumps({
+        "type": "record", "name": event_type, "namespace": "headwater.events",
+        "fields": [{"name": "event_id", "type": "string"}, {"name": "event_type", "type": "string"},
+                   {"name": "producer_id", "type": "string"}, {"name": "seq", "type": "long"},
+                   {"name": "node_id", "type": "string"}, {"name": "created_at", "type": "long"},
+                   {"name": "sent_at", "type": "long"},
+                   {"name": "received_at", "type": ["null", "long"], "default": None},
+                   {"name": "sdk_name", "type": "string"}, {"name": "sdk_version", "type": "string"},
+                   {"name": "context", "type": {"type": "map", "values": "string"}},
+                   {"name": "properties", "type": {"type": "record", "name": f"{event_type}_properties",
+                                                   "fields": [{"name": "plan", "type": "string"}]}}]})

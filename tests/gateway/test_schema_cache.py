@@ -20,21 +20,20 @@ from gateway.records import RequestMeta
 from gateway.schema_cache import SchemaCache
 from gateway.schemas import TopicMap
 from gateway.wire import decode_json_batch
-from tests.gateway.helpers import FakeRegistry, avro_event, avro_record, batch, dumps, page_view
+from tests.gateway.helpers import (
+    FakeRegistry,
+    avro_event,
+    avro_record,
+    batch,
+    dumps,
+    event_type_schema,
+    page_view,
+)
 
 pytestmark = pytest.mark.unit
 META = RequestMeta.make(str(uuid.uuid4()), 1, "dev", "127.0.0.1", "test")
 
-SIGNUP_V1 = json.dumps({
-    "type": "record", "name": "signup", "namespace": "headwater.events",
-    "fields": [{"name": "event_id", "type": "string"}, {"name": "event_type", "type": "string"},
-               {"name": "producer_id", "type": "string"}, {"name": "seq", "type": "long"},
-               {"name": "node_id", "type": "string"}, {"name": "created_at", "type": "long"},
-               {"name": "sent_at", "type": "long"}, {"name": "received_at", "type": ["null", "long"], "default": None},
-               {"name": "sdk_name", "type": "string"}, {"name": "sdk_version", "type": "string"},
-               {"name": "context", "type": {"type": "map", "values": "string"}},
-               {"name": "properties", "type": {"type": "record", "name": "signup_properties",
-                                               "fields": [{"name": "plan", "type": "string"}]}}]})
+SIGNUP_V1 = event_type_schema("signup")
 
 
 def _spoof_of(page_view_text: str) -> str:
