@@ -57,12 +57,13 @@ class LookupBudget:
         """Take `lookups` tokens from `source`'s bucket or raise RateLimited (nothing taken)."""
         if lookups <= 0 or self.rate <= 0:
             return
+        lookups = min(lookups, int(self.burst))  # a batch needing more than a burst is admitted when it is full
         now = time.monotonic() if now is None else now
         tokens, last = self._buckets.get(source, (self.burst, now))
         tokens = min(self.burst, tokens + (now - last) * self.rate)
         if lookups > tokens:
             self._put(source, tokens, now)
-            wait = math.ceil((min(lookups, self.burst) - tokens) / self.rate)
+            wait = math.ceil((lookups - tokens) / self.rate)
             raise RateLimited(f"too many schema lookups from source {source!r} ({lookups} unknown schemas in this "
                               f"batch; the limit is {self.rate:g}/s)", code="schema_lookups_limited",
                               retry_after=max(self.retry_after_s, wait))

@@ -77,7 +77,7 @@ class Load:
             assert time.monotonic() < deadline, f"only {self.acknowledged()} of {count} events acknowledged"
             time.sleep(0.05)
 
-    def finish(self, timeout_s: float = 180.0) -> None:
+    def finish(self, timeout_s: float = 180.0 * SCALE) -> None:
         """Wait for every client to have all its batches acknowledged."""
         deadline = time.monotonic() + timeout_s
         for t in self._threads:
