@@ -51,6 +51,8 @@ def committed_batches(cfg: GatewayConfig) -> CommittedBatches | SharedCommittedB
 def build_app(cfg: GatewayConfig, worker: int = 0, *, source: SchemaSource | None = None,
               factory: ProducerFactory | None = None) -> web.Application:
     """The worker's app; `source` and `factory` replace the registry and Kafka in tests."""
+    if cfg.shared_dir:
+        Path(cfg.shared_dir).mkdir(parents=True, exist_ok=True)
     registry = HttpRegistry(cfg.registry_url, cfg.registry_timeout_s) if source is None else None
     cache = schema_cache(cfg, registry if registry is not None else source)  # type: ignore[arg-type]
     if factory is None:

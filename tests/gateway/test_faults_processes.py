@@ -61,10 +61,23 @@ def test_supervisor_kill_9_under_load(fault_stack: tuple[Stack, dict[str, str]])
         supervisor = gateway.process(stack.cfg).pid()
         assert supervisor is not None
         os.kill(supervisor, signal.SIGKILL)
-        wait_for(lambda: not _gateway_workers(port), 60, "the orphaned workers to stop")
+        try:
+            wait_for(lambda: not _gateway_workers(port), 60, "the orphaned workers to stop")
+        except AssertionError:
+            _dump_stacks(stack, [pid for pid, _ in _gateway_workers(port)])
+            raise
         gateway.start(stack.cfg, env)
         load.finish()
     check(load, reconcile(env, load.producers, load.acked, load.started_ms))
+
+
+def _dump_stacks(stack: Stack, pids: list[int]) -> None:
+    """Every thread's stack of these workers (faulthandler on SIGUSR1) and the end of the gateway's log."""
+    for pid in pids:
+        os.kill(pid, signal.SIGUSR1)
+    time.sleep(1)
+    lines = (stack.cfg.logs_dir / "gateway.log").read_text(errors="replace").splitlines()
+    print("\n".join(line for line in lines[-150:] if '"gateway.http"' not in line))
 
 
 def test_registry_outage_cached_schemas_serve_and_a_restarted_worker_is_warm(
