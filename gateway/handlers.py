@@ -124,7 +124,9 @@ async def _ingest(request: web.Request, gw: Gateway, source: str, kind: str, bod
         m.STAGE_SECONDS.labels("validate").observe(t1 - t0)
         await gw.committer.commit(plan.records)
         m.STAGE_SECONDS.labels("commit").observe(time.perf_counter() - t1)
-        return _answer(gw, source, batch_id, kind, plan)
+        response = _answer(gw, source, batch_id, kind, plan)
+        await gw.committed.written()  # every worker can replay it before the client can retry
+        return response
     finally:
         gw.inflight.release_events(count)
         if gw.running.get((source, batch_id)) is done:

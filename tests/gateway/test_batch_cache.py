@@ -21,8 +21,8 @@ def test_an_answer_put_by_one_worker_is_found_by_another(tmp_path: Path) -> None
     async def main() -> None:
         first.put("dev", "b1", 200, {"accepted": 3})
         assert first.get("dev", "b1") == (200, {"accepted": 3})  # at once in the worker that committed it
-        await asyncio.sleep(batch_cache.FLUSH_AFTER_S * 5)
-        assert second.get("dev", "b1") == (200, {"accepted": 3})  # within the flush delay in the others
+        await first.written()
+        assert second.get("dev", "b1") == (200, {"accepted": 3})  # in the others once written() returned
 
     asyncio.run(main())
     assert second.get("other-source", "b1") is None and second.get("dev", "b2") is None
@@ -32,7 +32,8 @@ def test_the_shared_answers_are_bounded(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(batch_cache, "PRUNE_EVERY", 10)
     cache = SharedCommittedBatches(tmp_path / "answers.sqlite3", 50)
     for i in range(500):
-        cache.put("dev", f"b{i}", 200, {"i": i})  # no event loop: each written at once
+        cache.put("dev", f"b{i}", 200, {"i": i})
+    cache.flush()
     assert 50 <= len(cache) <= 60
     other = SharedCommittedBatches(tmp_path / "answers.sqlite3", 50)
     assert other.get("dev", "b499") == (200, {"i": 499}) and other.get("dev", "b0") is None
@@ -42,4 +43,5 @@ def test_the_shared_answers_are_bounded(tmp_path: Path, monkeypatch: pytest.Monk
 def test_size_zero_keeps_nothing(tmp_path: Path) -> None:
     cache = SharedCommittedBatches(tmp_path / "answers.sqlite3", 0)
     cache.put("dev", "b", 200, {})
-    assert cache.get("dev", "b") is None
+    cache.flush()
+    assert cache.get("dev", "b") is None and len(cache) == 0
