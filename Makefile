@@ -7,6 +7,7 @@ PYTEST_ARGS ?=
 
 .PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench bench-spark \
 	pipeline-artifact benchmarks-doc loadtest loadtest-distributed
+.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed chaos
 
 setup:
 	@bash stack/setup.sh
@@ -42,6 +43,13 @@ test-integration: setup
 
 test-spark: setup
 	@$(PY) -m pytest -m spark $(PYTEST_ARGS)
+
+# The gateway's fault suite (and hostile-input suite, when present) at full counts: CHAOS_SCALE x the CI counts
+# (50: about 185 k events through broker, gateway, registry and producer faults, each reconciled with Kafka).
+CHAOS_SCALE ?= 50
+chaos: setup
+	@HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) $(PY) -m pytest -s -m integration tests/gateway/test_faults.py \
+		tests/gateway/test_faults_processes.py $(wildcard tests/gateway/test_hostile*.py) $(PYTEST_ARGS)
 
 # Not a test: starts a private stack on free ports, prints the gateway's figures and one JSON line at the end.
 bench: setup

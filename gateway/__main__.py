@@ -41,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
 def supervise(cfg: GatewayConfig) -> int:
     """Start the workers, restart any that dies, forward SIGTERM/SIGINT and wait for them within the deadline."""
     metrics_dir = tempfile.mkdtemp(prefix="headwater-gateway-metrics-")
-    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}
+    # The workers share committed-batch answers and a schema snapshot in this directory (docs/gateway.md).
+    shared_dir = cfg.shared_dir or tempfile.mkdtemp(prefix="headwater-gateway-shared-")
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": metrics_dir, "HEADWATER_GATEWAY_SHARED_DIR": shared_dir}
     stopping = False
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -78,6 +80,8 @@ def supervise(cfg: GatewayConfig) -> int:
                 proc.wait()
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
+        if not cfg.shared_dir:
+            shutil.rmtree(shared_dir, ignore_errors=True)
     log.info("all workers stopped")
     return 0
 

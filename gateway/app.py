@@ -6,20 +6,23 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from aiohttp import web
 
 from gateway import handlers
+from gateway.batch_cache import SharedCommittedBatches
 from gateway.commit import CommitSettings, GroupCommitter
 from gateway.config import GatewayConfig
 from gateway.connections import ConnectionRecycler
 from gateway.handlers import GATEWAY, Gateway
 from gateway.limits import CommittedBatches, InFlight, SourceRates
+from gateway.lookup_limits import LookupBudget, NegativeCache
 from gateway.metrics import CommitMetrics
 from gateway.middleware import make_middlewares
 from gateway.producer import ProducerFactory, confluent_factory, kafka_config
-from gateway.registry import HttpRegistry, SchemaCache, SchemaSource
-from gateway.schemas import Route, load_routes
+from gateway.schema_cache import NEGATIVE_TTL_S, HttpRegistry, SchemaCache, SchemaSource
+from gateway.schemas import TopicMap
 
 log = logging.getLogger("gateway.app")
 
@@ -30,12 +33,28 @@ def commit_settings(cfg: GatewayConfig) -> CommitSettings:
                           retry_after_s=cfg.retry_after_s)
 
 
-def build_app(cfg: GatewayConfig, worker: int = 0, *, routes: dict[str, Route] | None = None,
-              source: SchemaSource | None = None, factory: ProducerFactory | None = None) -> web.Application:
-    """The worker's app; `routes`, `source` and `factory` replace the catalog, registry and Kafka in tests."""
-    routes = load_routes() if routes is None else routes
+def schema_cache(cfg: GatewayConfig, source: SchemaSource) -> SchemaCache:
+    """The worker's schema cache: topics from config, bounded negative cache, lookup budget, shared snapshot."""
+    snapshot = Path(cfg.shared_dir) / "schemas.json" if cfg.shared_dir else None
+    return SchemaCache(source, TopicMap(cfg.events_topic, dict(cfg.topic_overrides)),
+                       budget=LookupBudget(cfg.registry_lookups_per_s, cfg.registry_lookup_burst, cfg.retry_after_s),
+                       negative=NegativeCache(cfg.negative_cache_size, NEGATIVE_TTL_S), snapshot=snapshot)
+
+
+def committed_batches(cfg: GatewayConfig) -> CommittedBatches | SharedCommittedBatches:
+    """Shared by the workers when they have a shared directory, else this process's own LRU."""
+    if cfg.shared_dir:
+        return SharedCommittedBatches(Path(cfg.shared_dir) / "committed-batches.sqlite3", cfg.dedup_cache_size)
+    return CommittedBatches(cfg.dedup_cache_size)
+
+
+def build_app(cfg: GatewayConfig, worker: int = 0, *, source: SchemaSource | None = None,
+              factory: ProducerFactory | None = None) -> web.Application:
+    """The worker's app; `source` and `factory` replace the registry and Kafka in tests."""
+    if cfg.shared_dir:
+        Path(cfg.shared_dir).mkdir(parents=True, exist_ok=True)
     registry = HttpRegistry(cfg.registry_url, cfg.registry_timeout_s) if source is None else None
-    cache = SchemaCache(routes, registry if registry is not None else source)  # type: ignore[arg-type]
+    cache = schema_cache(cfg, registry if registry is not None else source)  # type: ignore[arg-type]
     if factory is None:
         tx_id = f"{cfg.transactional_id_prefix}-{worker}"
         factory = confluent_factory(kafka_config(cfg.bootstrap, tx_id, cfg.delivery_timeout_s,
@@ -43,7 +62,7 @@ def build_app(cfg: GatewayConfig, worker: int = 0, *, routes: dict[str, Route] |
     committer = GroupCommitter(factory, commit_settings(cfg), CommitMetrics())
     gw = Gateway(cfg, cache, committer,
                  InFlight(cfg.limits.max_inflight_events, cfg.limits.max_inflight_bytes, cfg.retry_after_s),
-                 CommittedBatches(cfg.dedup_cache_size), SourceRates(cfg.limits.source_events_per_s))
+                 committed_batches(cfg), SourceRates(cfg.limits.source_events_per_s))
     recycler = ConnectionRecycler(cfg.conn_max_age_s, cfg.conn_max_requests, cfg.conn_jitter)
     app = web.Application(middlewares=make_middlewares(recycler), client_max_size=cfg.limits.max_compressed_bytes)
     app[GATEWAY] = gw
@@ -60,7 +79,7 @@ def build_app(cfg: GatewayConfig, worker: int = 0, *, routes: dict[str, Route] |
 def _schemas_ctx(registry: HttpRegistry | None):  # type: ignore[no-untyped-def]
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         gw = app[GATEWAY]
-        await gw.cache.refresh()
+        await gw.cache.load(retry_s=1.0)  # a cold worker does not listen before its first schema load
         task = asyncio.create_task(gw.cache.run_refresher(gw.cfg.registry_refresh_s))
         yield
         task.cancel()

@@ -1,9 +1,11 @@
 """Group commit: batches arriving within a short window share one Kafka transaction, run on a dedicated thread.
 
 Each request awaits a future that is resolved only after `commit_transaction` returned; when anything fails
-the transaction is aborted and every batch in it gets `KafkaUnavailable` (503), so a batch is visible to
-read_committed consumers entirely or not at all. A fenced or fatal producer, or one whose abort failed, is
-dropped and a new one with the same transactional id is initialised (which also fences any zombie).
+the transaction is aborted and every batch in it, and every batch queued behind it, gets `KafkaUnavailable`
+(503) at once, so a batch is visible to read_committed consumers entirely or not at all and no client waits
+for the recovery. A fenced or fatal producer, one whose commit is in doubt (timed out: an abort would fail
+with _CONFLICT), or one whose abort failed, is dropped and a new one with the same transactional id is
+initialised (which also fences any zombie and aborts its open transaction).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.errors import GatewayError, KafkaUnavailable, ShuttingDown
-from gateway.producer import ProducerFactory, TxProducer, needs_new_producer, produce_record
+from gateway.producer import ProducerFactory, TxProducer, commit_in_doubt, needs_new_producer, produce_record
 from gateway.records import KafkaRecord
 
 log = logging.getLogger("gateway.commit")
@@ -139,6 +141,8 @@ class GroupCommitter:
                 if self._producer is None:
                     break
                 self._cond.wait(0.5)
+                if not self._pending:
+                    self._producer.poll(0)  # serves librdkafka's log and error callbacks while idle
         if self._producer is None:
             self._connect()
             with self._cond:
@@ -184,8 +188,14 @@ class GroupCommitter:
             producer.commit_transaction(max(0.1, deadline - time.monotonic()))
         except Exception as exc:
             log.warning("transaction of %d batches failed: %s", len(group), exc)
-            self._fail(group, KafkaUnavailable(f"transaction aborted: {exc}", retry_after=self._s.retry_after_s))
+            self.healthy = False  # new batches get their 503 at once while the producer recovers
+            error = KafkaUnavailable("transaction aborted: Kafka is unavailable", retry_after=self._s.retry_after_s)
+            queued = self._drain()
+            if queued:
+                log.warning("failing %d batches queued behind the failed transaction", len(queued))
+            self._fail(group + queued, error)
             self._recover(producer, exc)
+            self._fail(self._drain(), error)  # any that passed the health check before it changed
             self._observer.transaction(time.monotonic() - t0, len(group), records, False)
             return
         producer.poll(0)
@@ -204,10 +214,19 @@ class GroupCommitter:
                     raise
                 producer.poll(0.01)
 
+    def _drain(self) -> list[_Pending]:
+        with self._cond:
+            queued = list(self._pending)
+            self._pending.clear()
+        return queued
+
     def _recover(self, producer: TxProducer, exc: BaseException) -> None:
-        if not needs_new_producer(exc):
+        if commit_in_doubt(exc):
+            log.warning("commit in doubt; replacing the producer (an abort would conflict with the commit)")
+        elif not needs_new_producer(exc):
             try:
                 producer.abort_transaction(self._s.commit_timeout_s)
+                self.healthy = True
                 return
             except Exception as abort_exc:
                 log.warning("abort failed, replacing the producer: %s", abort_exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -75,6 +76,12 @@ class GatewayConfig:
     registry_refresh_s: float = 30.0
     registry_timeout_s: float = 5.0
     dedup_cache_size: int = 100_000
+    events_topic: str = "headwater.events"
+    topic_overrides: tuple[tuple[str, str], ...] = ()  # (event type, topic)
+    registry_lookups_per_s: float = 5.0   # per source and worker: lookups of unknown schemas; beyond: 429
+    registry_lookup_burst: int = 20
+    negative_cache_size: int = 10_000     # per worker: recent registry 404s remembered (5 s each)
+    shared_dir: str = ""  # a directory the workers of one instance share (batch answers, schema snapshot)
     trusted_proxies: frozenset[str] = frozenset()
     log_level: str = "INFO"
 
@@ -113,6 +120,12 @@ class GatewayConfig:
             registry_refresh_s=_float(env, "HEADWATER_GATEWAY_REGISTRY_REFRESH_S", 30.0, 0.5, 86400.0),
             registry_timeout_s=_float(env, "HEADWATER_GATEWAY_REGISTRY_TIMEOUT_S", 5.0, 0.1, 120.0),
             dedup_cache_size=_int(env, "HEADWATER_GATEWAY_DEDUP_CACHE_SIZE", 100_000, 0, 10**8),
+            events_topic=_topic(env.get("HEADWATER_GATEWAY_EVENTS_TOPIC", "headwater.events")),
+            topic_overrides=_overrides(env.get("HEADWATER_GATEWAY_TOPIC_OVERRIDES", "")),
+            registry_lookups_per_s=_float(env, "HEADWATER_GATEWAY_REGISTRY_LOOKUPS_PER_S", 5.0, 0.0, 1e6),
+            registry_lookup_burst=_int(env, "HEADWATER_GATEWAY_REGISTRY_LOOKUP_BURST", 20, 1, 10**6),
+            negative_cache_size=_int(env, "HEADWATER_GATEWAY_NEGATIVE_CACHE_SIZE", 10_000, 1, 10**7),
+            shared_dir=env.get("HEADWATER_GATEWAY_SHARED_DIR", ""),
             trusted_proxies=proxies,
             log_level=level,
         )
@@ -120,6 +133,27 @@ class GatewayConfig:
             raise ConfigError("HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S must be below "
                               "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S")
         return cfg
+
+
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_TYPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def _topic(name: str) -> str:
+    if not _TOPIC.fullmatch(name) or name in (".", ".."):
+        raise ConfigError(f"HEADWATER_GATEWAY_EVENTS_TOPIC={name!r} is not a valid Kafka topic name")
+    return name
+
+
+def _overrides(raw: str) -> tuple[tuple[str, str], ...]:
+    """`type=topic,type=topic` -> ((type, topic), ...)."""
+    pairs = []
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        event_type, sep, topic = (p.strip() for p in item.partition("="))
+        if not sep or not _TYPE.fullmatch(event_type) or not _TOPIC.fullmatch(topic):
+            raise ConfigError(f"HEADWATER_GATEWAY_TOPIC_OVERRIDES: {item!r} is not <event_type>=<topic>")
+        pairs.append((event_type, topic))
+    return tuple(pairs)
 
 
 def _keys(env: Mapping[str, str]) -> KeyStore:

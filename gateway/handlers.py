@@ -12,6 +12,7 @@ from aiohttp import HttpVersion11, web
 
 from gateway import metrics as m
 from gateway.avro_batch import decode_avro_batch
+from gateway.batch_cache import SharedCommittedBatches
 from gateway.body import content_encoding, decompress_off_loop, read_body
 from gateway.commit import GroupCommitter
 from gateway.config import GatewayConfig
@@ -28,7 +29,7 @@ from gateway.ingest import Plan, avro_misses, json_misses, plan_avro, plan_json
 from gateway.json_batch import decode_json_batch, events_digest
 from gateway.limits import CommittedBatches, InFlight, Reservation, SourceRates
 from gateway.records import RequestMeta
-from gateway.registry import SchemaCache
+from gateway.schema_cache import SchemaCache
 
 log = logging.getLogger("gateway.http")
 JSON_TYPE = "application/json"
@@ -43,7 +44,7 @@ class Gateway:
     cache: SchemaCache
     committer: GroupCommitter
     inflight: InFlight
-    committed: CommittedBatches
+    committed: CommittedBatches | SharedCommittedBatches
     rates: SourceRates
     draining: bool = False
     # (source, batch_id) of batches being processed, so that a concurrent retry waits for the first attempt.
@@ -133,16 +134,22 @@ async def _ingest(request: web.Request, gw: Gateway, source: str, kind: str, bod
         meta = RequestMeta.make(batch_id, int(time.time() * 1000), source,
                                 client_ip(request, gw.cfg.trusted_proxies), request.headers.get("User-Agent", ""))
         if kind == "json":
-            await _fetch([gw.cache.fetch_version(gw.cache.routes[t], v) for t, v in json_misses(events, gw.cache)])
+            misses = json_misses(events, gw.cache)
+            gw.cache.charge(source, len(misses))
+            await _fetch([gw.cache.fetch_version(t, v) for t, v in misses])
             plan = plan_json(batch, events, gw.cache, meta, gw.cfg.deadletter_topic)
         else:
-            await _fetch([gw.cache.fetch_id(i) for i in avro_misses(avro.events, gw.cache)])
+            ids = avro_misses(avro.events, gw.cache)
+            gw.cache.charge(source, len(ids))
+            await _fetch([gw.cache.fetch_id(i) for i in ids])
             plan = plan_avro(avro, gw.cache, meta, gw.cfg.deadletter_topic)
         t1 = time.perf_counter()
         m.STAGE_SECONDS.labels("validate").observe(t1 - t0)
         await gw.committer.commit(plan.records)
         m.STAGE_SECONDS.labels("commit").observe(time.perf_counter() - t1)
-        return _answer(gw, source, batch_id, kind, plan, digest=digest)
+        response = _answer(gw, source, batch_id, kind, plan, digest=digest)
+        await gw.committed.written()  # every worker can replay it before the client can retry
+        return response
     finally:
         gw.inflight.release_events(count)
         if gw.running.get((source, batch_id)) is done:
@@ -185,9 +192,12 @@ async def livez(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     gw = request.app[GATEWAY]
     kafka = await asyncio.get_running_loop().run_in_executor(None, gw.committer.reachable, 1.0)
-    checks = {"kafka": kafka, "registry": gw.cache.healthy, "accepting": not gw.draining}
+    # Ready = can accept the traffic it will get: cached schemas keep serving through a registry outage, so the
+    # registry's reachability is reported, not required.
+    checks = {"kafka": kafka, "schemas": gw.cache.loaded, "accepting": not gw.draining}
     ok = all(checks.values())
-    return web.json_response({"status": "ready" if ok else "not_ready", "checks": checks}, status=200 if ok else 503)
+    return web.json_response({"status": "ready" if ok else "not_ready", "checks": checks,
+                              "registry_reachable": gw.cache.healthy}, status=200 if ok else 503)
 
 
 async def metrics(request: web.Request) -> web.Response:

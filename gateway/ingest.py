@@ -14,7 +14,7 @@ from gateway.avro_batch import AvroBatch, Envelope
 from gateway.errors import clip
 from gateway.json_batch import WireBatch, WireEvent, check_numbers
 from gateway.records import KafkaRecord, Rejection, RequestMeta, SchemaRef, dead_letter, event_headers, frame
-from gateway.registry import SchemaCache
+from gateway.schema_cache import SchemaCache
 from gateway.schemas import CompiledSchema
 
 _NO_SCHEMA = SchemaRef(None, None, None)
@@ -31,13 +31,8 @@ class Plan:
 
 def json_misses(events: list[WireEvent], cache: SchemaCache) -> set[tuple[str, int | None]]:
     """(event type, version) pairs this batch needs that the cache does not hold (and did not miss recently)."""
-    misses: set[tuple[str, int | None]] = set()
-    for ev in events:
-        route = cache.routes.get(ev.event_type)
-        if (route is not None and cache.by_version(route, ev.schema_version) is None
-                and not cache.known_missing((route.subject, ev.schema_version or 0))):
-            misses.add((ev.event_type, ev.schema_version))
-    return misses
+    return {(ev.event_type, ev.schema_version) for ev in events
+            if cache.needs_version(ev.event_type, ev.schema_version)}
 
 
 def plan_json(batch: WireBatch, events: list[WireEvent], cache: SchemaCache, meta: RequestMeta,

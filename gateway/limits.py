@@ -85,6 +85,9 @@ class CommittedBatches:
         while len(self._items) > self.size:
             self._items.popitem(last=False)
 
+    async def written(self) -> None:
+        """Nothing to wait for in one process (gateway.batch_cache shares answers between workers)."""
+
 
 class SourceRates:
     """A token bucket of `rate` events/s (burst: `burst_s` seconds of it) per write-key source; 0 = unlimited.

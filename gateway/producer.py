@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from gateway.records import KafkaRecord
 
 log = logging.getLogger("gateway.kafka")
+client_log = logging.getLogger("gateway.librdkafka")  # librdkafka's own log lines, as JSON like every other
 
 
 class TxProducer(Protocol):
@@ -50,6 +51,7 @@ def kafka_config(bootstrap: str, transactional_id: str, delivery_timeout_s: floa
         # record inside the commit (measured: 13 % of a worker's CPU under load). Failures are still reported.
         "delivery.report.only.error": True,
         "error_cb": _log_error,
+        "logger": client_log,  # forwarded on poll(); without it librdkafka writes raw `%3|...` lines to stderr
     }
 
 
@@ -71,6 +73,15 @@ def needs_new_producer(exc: BaseException) -> bool:
         return bool(err.fatal()) or err.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
                                                   KafkaError.INVALID_PRODUCER_EPOCH)
     return not isinstance(exc, (KafkaException, BufferError))
+
+
+def commit_in_doubt(exc: BaseException) -> bool:
+    """True when commit_transaction timed out or may still be running: its outcome is unknown and an abort
+    fails with _CONFLICT, so the producer is replaced instead (which aborts the transaction if still open)."""
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        err: KafkaError = exc.args[0]
+        return err.code() in (KafkaError._TIMED_OUT, KafkaError._CONFLICT) or bool(err.retriable())
+    return False
 
 
 def produce_record(producer: TxProducer, record: KafkaRecord) -> None:

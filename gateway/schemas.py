@@ -1,9 +1,11 @@
-"""Event routes (event type -> subject and topic, from the schema catalog) and compiled writer schemas."""
+"""Event routes (event type -> registry subject and Kafka topic, from gateway config) and compiled writer schemas."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
@@ -12,6 +14,8 @@ import msgspec
 from gateway.avro_types import SchemaCompileError, compile_type
 
 EVENTS_NAMESPACE = "headwater.events"
+DEFAULT_TOPIC = "headwater.events"
+EVENT_TYPE = re.compile(r"[a-z][a-z0-9_]{0,63}")  # schemas/catalog.py's rule; subjects are `headwater.events.<type>`
 
 
 @dataclass(frozen=True)
@@ -36,12 +40,29 @@ class CompiledSchema:
     properties_decoder: msgspec.json.Decoder[Any]
 
 
-def load_routes() -> dict[str, Route]:
-    """The catalog's event types (schemas/catalog.py); the one place the gateway reads it."""
-    from schemas.catalog import load_catalog  # noqa: PLC0415 - optional at import time for unit tests
+def subject_for(event_type: str) -> str:
+    """The registry subject of an event type (RecordNameStrategy: the record's full name)."""
+    return f"{EVENTS_NAMESPACE}.{event_type}"
 
-    catalog = load_catalog()
-    return {name: Route(name, et.subject, et.topic) for name, et in catalog.event_types.items()}
+
+def event_type_of_subject(subject: str) -> str | None:
+    """The event type a subject names (`headwater.events.<type>` with a valid type), else None."""
+    prefix = EVENTS_NAMESPACE + "."
+    if not subject.startswith(prefix):
+        return None
+    name = subject[len(prefix):]
+    return name if EVENT_TYPE.fullmatch(name) else None
+
+
+@dataclass(frozen=True)
+class TopicMap:
+    """The Kafka topic of each event type: a default and optional per-type overrides (gateway config)."""
+
+    default: str = DEFAULT_TOPIC
+    overrides: Mapping[str, str] = field(default_factory=dict)
+
+    def route(self, event_type: str) -> Route:
+        return Route(event_type, subject_for(event_type), self.overrides.get(event_type, self.default))
 
 
 def record_name(schema: Any) -> str:

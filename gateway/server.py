@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import os
 import signal
+import threading
 
 from aiohttp import web
 
@@ -39,24 +41,43 @@ async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
 
 
 async def serve(cfg: GatewayConfig, worker: int, supervised: bool = False) -> None:
-    app = build_app(cfg, worker)
-    runner = make_runner(app, cfg)
-    await runner.setup()  # cleanup contexts: schemas loaded, producer initialised, before we listen
-    site = web.TCPSite(runner, cfg.host, cfg.port, reuse_port=True, backlog=1024)
-    await site.start()
-    log.info("listening", extra={"fields": {"host": cfg.host, "port": cfg.port}})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    # Watched from the start: a worker orphaned while it starts (waiting for the registry or the broker) exits too.
     watcher = asyncio.create_task(_watch_parent(os.getppid(), stop)) if supervised else None
-    await stop.wait()
+    app = build_app(cfg, worker)
+    runner = make_runner(app, cfg)
+    # Cleanup contexts: schemas loaded, producer initialised, before we listen.
+    setup = asyncio.create_task(runner.setup())
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({setup, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not setup.done():
+        setup.cancel()
+        log.warning("stopped before serving")
+        return
+    site = web.TCPSite(runner, cfg.host, cfg.port, reuse_port=True, backlog=1024)
+    await site.start()
+    log.info("listening", extra={"fields": {"host": cfg.host, "port": cfg.port}})
+    await stopping
     if watcher is not None:
         watcher.cancel()
+    # Nobody may be left to kill a worker that misses its deadline (its supervisor is gone): it does it itself.
+    deadline = threading.Timer(cfg.shutdown_timeout_s + 10.0, _exit_late)
+    deadline.daemon = True
+    deadline.start()
     log.info("shutting down", extra={"fields": {"deadline_s": cfg.shutdown_timeout_s}})
     await runner.cleanup()
     log.info("stopped")
 
 
+def _exit_late() -> None:
+    log.error("shutdown missed its deadline; exiting now")
+    faulthandler.dump_traceback()
+    os._exit(1)
+
+
 def run_worker(cfg: GatewayConfig, worker: int, supervised: bool = False) -> None:
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack on stderr
     asyncio.run(serve(cfg, worker, supervised))

@@ -26,8 +26,7 @@ from typing import Any
 from bench.gateway.bound import run_bound
 from bench.gateway.load import at_rate, percentile, sustained
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
-from gateway.registry import HttpRegistry, SchemaCache
-from gateway.schemas import load_routes
+from gateway.schema_cache import HttpRegistry, SchemaCache
 from stack import cpus
 from stack.config import StackConfig
 from stack.launcher import Stack
@@ -50,7 +49,7 @@ def _env_int(name: str, default: int) -> int:
 
 async def _schema_cache(registry_url: str) -> SchemaCache:
     registry = HttpRegistry(registry_url, 10.0)
-    cache = SchemaCache(load_routes(), registry)
+    cache = SchemaCache(registry)
     await cache.refresh()
     await registry.close()
     return cache

@@ -20,7 +20,7 @@ from gateway.ingest import plan_avro, plan_json
 from gateway.json_batch import decode_json_batch
 from gateway.producer import kafka_config, produce_record
 from gateway.records import RequestMeta
-from gateway.registry import SchemaCache
+from gateway.schema_cache import SchemaCache
 
 
 def run_bound(bodies: list[Body], cache: SchemaCache, bootstrap: str, kind: str, batches_per_txn: int = 100) -> float:

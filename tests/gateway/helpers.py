@@ -11,8 +11,7 @@ from typing import Any
 
 import fastavro
 
-from gateway.registry import NotFound
-from gateway.schemas import Route, load_routes
+from gateway.schema_cache import NotFound
 from schemas.catalog import load_catalog
 
 WRITE_KEY = "hw_test-key-0123456789abcdefghijklmnopqrstuvwxyz"
@@ -39,25 +38,33 @@ def dumps(doc: Any) -> bytes:
 
 
 class FakeRegistry:
-    """Serves every catalog version under ids 1.. as the Confluent REST API would (`get(path)`)."""
+    """Serves every catalog version under ids 1.. as the Confluent REST API would (`get(path)`); `register`
+    adds a version to any subject, as a client of the real registry could."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.down = False
-        self.docs: dict[str, Any] = {}
+        self.docs: dict[str, Any] = {"/subjects": []}
         self.by_id: dict[int, dict[str, Any]] = {}
-        catalog = load_catalog()
-        next_id = 1
-        for et in catalog.event_types.values():
-            versions = []
+        self.uses: dict[int, list[dict[str, Any]]] = {}
+        for et in load_catalog().event_types.values():
             for v in range(1, et.latest_version + 1):
-                doc = {"subject": et.subject, "version": v, "id": next_id, "schema": et.schema_text(v)}
-                self.docs[f"/subjects/{et.subject}/versions/{v}"] = doc
-                self.by_id[next_id] = doc
-                versions.append(v)
-                next_id += 1
-            self.docs[f"/subjects/{et.subject}/versions/latest"] = doc
-            self.docs[f"/subjects/{et.subject}/versions"] = versions
+                self.register(et.subject, et.schema_text(v))
+
+    def register(self, subject: str, schema_text: str) -> int:
+        """Add `schema_text` as the next version of `subject` (same text, same id); return its id."""
+        schema_id = next((i for i, d in self.by_id.items() if d["schema"] == schema_text), len(self.by_id) + 1)
+        versions = self.docs.setdefault(f"/subjects/{subject}/versions", [])
+        if not versions:
+            self.docs["/subjects"].append(subject)
+        version = len(versions) + 1
+        doc = {"subject": subject, "version": version, "id": schema_id, "schema": schema_text}
+        versions.append(version)
+        self.docs[f"/subjects/{subject}/versions/{version}"] = doc
+        self.docs[f"/subjects/{subject}/versions/latest"] = doc
+        self.by_id.setdefault(schema_id, doc)
+        self.uses.setdefault(schema_id, []).append({"subject": subject, "version": version})
+        return schema_id
 
     async def get(self, path: str) -> Any:
         from gateway.errors import RegistryUnavailable
@@ -65,6 +72,11 @@ class FakeRegistry:
         self.calls.append(path)
         if self.down:
             raise RegistryUnavailable("registry down (fake)")
+        if path.startswith("/schemas/ids/") and path.endswith("/versions"):
+            uses = self.uses.get(int(path.split("/")[3]))
+            if uses is None:
+                raise NotFound(path)
+            return list(uses)
         if path.startswith("/schemas/ids/"):
             doc = self.by_id.get(int(path.rsplit("/", 1)[1]))
             if doc is None:
@@ -76,10 +88,6 @@ class FakeRegistry:
 
     def id_of(self, event_type: str, version: int) -> int:
         return int(self.docs[f"/subjects/headwater.events.{event_type}/versions/{version}"]["id"])
-
-
-def routes() -> dict[str, Route]:
-    return load_routes()
 
 
 def avro_event(schema_text: str, schema_id: int, record: dict[str, Any]) -> bytes:
@@ -125,9 +133,14 @@ class FakeProducer:
         self.fail_abort: BaseException | None = None
         self.commit_delay = 0.0
         self.inits = 0
+        self.abort_attempts = 0
         self.unreachable = False
+        self.init_gate: threading.Event | None = None    # init_transactions waits for it (a hung broker)
+        self.commit_gate: threading.Event | None = None  # commit_transaction waits for it
 
     def init_transactions(self, timeout: float) -> None:
+        if self.init_gate is not None:
+            self.init_gate.wait(30)
         self.inits += 1
 
     def begin_transaction(self) -> None:
@@ -140,6 +153,8 @@ class FakeProducer:
 
     def commit_transaction(self, timeout: float) -> None:
         time.sleep(self.commit_delay)
+        if self.commit_gate is not None:
+            self.commit_gate.wait(30)
         if self.fail_commit is not None:
             raise self.fail_commit
         assert self.open is not None
@@ -147,6 +162,7 @@ class FakeProducer:
         self.open = None
 
     def abort_transaction(self, timeout: float) -> None:
+        self.abort_attempts += 1
         if self.fail_abort is not None:
             raise self.fail_abort
         self.aborted += 1
@@ -188,3 +204,18 @@ def zstd(data: bytes) -> bytes:
     import zstandard
 
     return zstandard.ZstdCompressor().compress(data)
+
+
+def event_type_schema(event_type: str) -> str:
+    """The schema text of a minimal new event type (envelope fields + a `plan` string property)."""
+    return json.dumps({
+        "type": "record", "name": event_type, "namespace": "headwater.events",
+        "fields": [{"name": "event_id", "type": "string"}, {"name": "event_type", "type": "string"},
+                   {"name": "producer_id", "type": "string"}, {"name": "seq", "type": "long"},
+                   {"name": "node_id", "type": "string"}, {"name": "created_at", "type": "long"},
+                   {"name": "sent_at", "type": "long"},
+                   {"name": "received_at", "type": ["null", "long"], "default": None},
+                   {"name": "sdk_name", "type": "string"}, {"name": "sdk_version", "type": "string"},
+                   {"name": "context", "type": {"type": "map", "values": "string"}},
+                   {"name": "properties", "type": {"type": "record", "name": f"{event_type}_properties",
+                                                   "fields": [{"name": "plan", "type": "string"}]}}]})

@@ -62,7 +62,7 @@ def test_record_cap_splits_transactions() -> None:
 def test_failed_commit_aborts_and_fails_every_batch_of_the_group() -> None:
     producers: list[FakeProducer] = []
     c = _committer(producers, window_s=0.2)
-    producers[0].fail_commit = KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out"))
+    producers[0].fail_commit = KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "delivery timed out"))
 
     async def run() -> list[BaseException | None]:
         return await asyncio.gather(*(c.commit(_records(f"b{i}")) for i in range(3)), return_exceptions=True)
@@ -92,7 +92,7 @@ def test_fenced_producer_is_replaced() -> None:
 def test_failed_abort_replaces_the_producer_and_unhealthy_fails_fast() -> None:
     producers: list[FakeProducer] = []
     c = _committer(producers)
-    producers[0].fail_commit = KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out"))
+    producers[0].fail_commit = KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "delivery timed out"))
     producers[0].fail_abort = KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out"))
     with pytest.raises(KafkaUnavailable):
         asyncio.run(c.commit(_records("x")))

@@ -1,52 +1,26 @@
-"""Fault tests on a private stack (own broker, registry and gateway): broker down and back, kill -9 under load."""
+"""Fault tests on a private stack (own broker, registry and 2-worker gateway): broker stop, kill -9 and SIGSTOP,
+gateway kill -9, each under load and checked by an independent Kafka reconciliation (tests/gateway/fault_load.py).
+Process faults of the gateway itself, the registry, lost responses and producers: test_faults_processes.py."""
 
 from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
-import urllib.error
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stack.config import StackConfig
 from stack.launcher import Stack
 from stack.services import gateway_service
 from stack.topics import EVENTS_TOPIC
-from tests.conftest import free_port
+from tests.gateway.fault_load import Load, check, reconcile, wait_for
 from tests.gateway.helpers import batch, dumps, http_post, json_headers, page_view, zstd
 from tests.kafka_helpers import consume_all
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def fault_stack(tmp_path_factory: pytest.TempPathFactory,
-                stack_env: dict[str, str]) -> Iterator[tuple[Stack, dict[str, str]]]:
-    # `stack_env` first: the session stack must be up before this fixture changes the environment below,
-    # or it would start with this module's short timeouts and single worker.
-    cfg = StackConfig.from_env({
-        "HEADWATER_STATE_DIR": str(tmp_path_factory.mktemp("fault-stack")),
-        "HEADWATER_KAFKA_PORT": str(free_port()), "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()),
-        "HEADWATER_REGISTRY_PORT": str(free_port()), "HEADWATER_GATEWAY_PORT": str(free_port()),
-        "HEADWATER_EVENTS_PARTITIONS": "2", "HEADWATER_KAFKA_HEAP_MB": "512",
-    })
-    mp = pytest.MonkeyPatch()
-    # Short Kafka timeouts so that a dead broker turns into 503s within seconds.
-    mp.setenv("HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S", "3")
-    mp.setenv("HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S", "6")
-    mp.setenv("HEADWATER_GATEWAY_WORKERS", "1")
-    stack = Stack(cfg)
-    try:
-        yield stack, stack.up().env
-    finally:
-        stack.down()
-        mp.undo()
 
 
 def _send(env: dict[str, str], events: list[dict[str, Any]]) -> tuple[int, Any, dict[str, str]]:
@@ -84,47 +58,53 @@ def test_broker_down_gives_503_nothing_visible_then_recovers(fault_stack: tuple[
     assert not [e for e in refused if e in text], "an event answered 503 became visible"
 
 
-def test_kill_9_under_load_loses_no_acknowledged_event(fault_stack: tuple[Stack, dict[str, str]]) -> None:
+def test_gateway_kill_9_under_load_loses_no_acknowledged_event(fault_stack: tuple[Stack, dict[str, str]]) -> None:
     stack, env = fault_stack
-    marker = uuid.uuid4().hex
-    acked: list[str] = []
-    stop = threading.Event()
-    lock = threading.Lock()
-
-    def client(n: int) -> None:
-        seq = 0
-        while not stop.is_set():
-            events = [page_view(seq + i, marker) for i in range(10)]
-            seq += 10
-            try:
-                status, _, _ = _send(env, events)
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.05)
-                continue
-            if status == 200:
-                with lock:
-                    acked.extend(e["event_id"] for e in events)
-
-    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(4)]
-    for t in threads:
-        t.start()
-    time.sleep(3)
     gateway = gateway_service(stack.cfg)
-    gateway.process(stack.cfg).kill()
-    stop.set()
-    for t in threads:
-        t.join(30)
-    with lock:
-        acknowledged = list(acked)
-    assert len(acknowledged) >= 50, "too little load reached the gateway before the kill"
-    visible = " ".join((r.value() or b"")[5:].decode(errors="replace")
-                       for r in consume_all(env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC, "read_committed",
-                                            len(acknowledged)))
-    lost = [e for e in acknowledged if e not in visible]
-    assert not lost, f"{len(lost)} of {len(acknowledged)} acknowledged events are not in Kafka"
-    # A restarted gateway (same transactional id) fences the dead one and serves again.
-    gateway.start(stack.cfg, env)
-    assert _send(env, [page_view(0, marker)])[0] == 200
+    with Load(env) as load:
+        load.wait_acked(load.batches * 10)
+        gateway.process(stack.cfg).kill()  # supervisor and workers, no clean shutdown
+        time.sleep(1)
+        gateway.start(stack.cfg, env)  # same transactional ids: fences the dead producers
+        load.finish()
+    check(load, reconcile(env, load.producers, load.acked, load.started_ms))
+
+
+def test_broker_kill_9_under_load_loses_no_acknowledged_event(fault_stack: tuple[Stack, dict[str, str]]) -> None:
+    stack, env = fault_stack
+    with Load(env) as load:
+        load.wait_acked(load.batches * 10)
+        stack.kafka.kill()
+        wait_for(lambda: load.stats.statuses[503] >= 4, 60, "503 answers while the broker is dead")
+        stack.kafka.start()
+        load.finish()
+    assert load.stats.statuses[503] >= 4
+    check(load, reconcile(env, load.producers, load.acked, load.started_ms))
+    assert not _raw_librdkafka_lines(stack)
+
+
+def test_hung_broker_answers_503_before_the_sdk_times_out(fault_stack: tuple[Stack, dict[str, str]]) -> None:
+    """SIGSTOP of the broker: batches queued behind the failed transaction get their 503 at once (issue 14
+    item 12), so every answer comes well within the SDK's 10 s request timeout; then SIGCONT and recovery."""
+    stack, env = fault_stack
+    pid = stack.kafka.process.pid()
+    assert pid is not None
+    with Load(env, clients=6) as load:
+        load.wait_acked(load.batches * 10)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            wait_for(lambda: load.stats.statuses[503] >= 12, 90, "503 answers while the broker is hung")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        load.finish()
+    assert load.stats.slowest_answer_s < 10.0, load.stats  # the SDK's request timeout
+    check(load, reconcile(env, load.producers, load.acked, load.started_ms))
+
+
+def _raw_librdkafka_lines(stack: Stack) -> list[str]:
+    """Lines of the gateway's log written by librdkafka itself (`%3|...|FAIL|...`) instead of our JSON logger."""
+    log = stack.cfg.logs_dir / "gateway.log"
+    return [line for line in log.read_text(errors="replace").splitlines() if line.startswith("%")]
 
 
 def _gateway_workers(port: int) -> list[tuple[int, int]]:

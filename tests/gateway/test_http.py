@@ -28,7 +28,6 @@ from tests.gateway.helpers import (
     dumps,
     json_headers,
     page_view,
-    routes,
     zstd,
 )
 
@@ -60,7 +59,7 @@ async def running(cfg: GatewayConfig, registry: FakeRegistry | None = None,
         producers.append(FakeProducer())
         return producers[-1]
 
-    app = build_app(cfg, routes=routes(), source=registry or FakeRegistry(), factory=factory)
+    app = build_app(cfg, source=registry or FakeRegistry(), factory=factory)
     runner = make_runner(app, cfg)
     await runner.setup()
     site = web.TCPSite(runner, cfg.host, cfg.port)
@@ -237,7 +236,7 @@ def test_graceful_shutdown_finishes_in_flight_batches() -> None:
             producers[-1].commit_delay = 0.5
             return producers[-1]
 
-        app = build_app(cfg, routes=routes(), source=FakeRegistry(), factory=factory)
+        app = build_app(cfg, source=FakeRegistry(), factory=factory)
         runner = make_runner(app, cfg)
         await runner.setup()
         await web.TCPSite(runner, cfg.host, cfg.port).start()
@@ -273,8 +272,8 @@ async def _not_ready(url: str, s: aiohttp.ClientSession, producers: list[FakePro
     producers[0].unreachable = True
     async with s.get(url + "/readyz") as resp:
         body = await resp.json()
-    assert resp.status == 503 and body == {"status": "not_ready",
-                                           "checks": {"kafka": False, "registry": True, "accepting": True}}
+    assert resp.status == 503 and body == {"status": "not_ready", "registry_reachable": True,
+                                           "checks": {"kafka": False, "schemas": True, "accepting": True}}
 
 
 test_readyz_reports_an_unreachable_broker = run(_not_ready)

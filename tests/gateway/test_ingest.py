@@ -19,7 +19,7 @@ from gateway.errors import BadRequest, GatewayError, PayloadTooLarge
 from gateway.ingest import avro_misses, json_misses, plan_avro, plan_json
 from gateway.json_batch import decode_json_batch
 from gateway.records import RequestMeta
-from gateway.registry import SchemaCache
+from gateway.schema_cache import SchemaCache
 from tests.gateway.helpers import (
     FakeRegistry,
     avro_batch,
@@ -28,7 +28,6 @@ from tests.gateway.helpers import (
     batch,
     dumps,
     page_view,
-    routes,
 )
 
 pytestmark = pytest.mark.unit
@@ -43,7 +42,7 @@ def registry() -> FakeRegistry:
 
 @pytest.fixture(scope="module")
 def cache(registry: FakeRegistry) -> SchemaCache:
-    cache = SchemaCache(routes(), registry)
+    cache = SchemaCache(registry)
     asyncio.run(cache.refresh())
     assert cache.healthy
     return cache
@@ -87,7 +86,7 @@ def test_mixed_batch_plan(cache: SchemaCache, registry: FakeRegistry) -> None:
         page_view(4, "m", schema_version=1, partition_key="user-9"),
     ]
     wire_batch, envs = decode_json_batch(dumps(batch(*events)), LIMITS)
-    assert json_misses(envs, cache) == {("page_view", 99)}
+    assert json_misses(envs, cache) == {("page_view", 99), ("no_such_type", None)}  # a new type is looked up
     plan = plan_json(wire_batch, envs, cache, META, "dlq")
     assert plan.accepted == 2
     assert [(r.index, r.code) for r in plan.rejected] == [
