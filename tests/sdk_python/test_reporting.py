@@ -114,3 +114,29 @@ def test_debug_option_logs_every_answer(caplog: pytest.LogCaptureFixture) -> Non
         logger.setLevel(before)
         for h in list(logger.handlers):
             logger.removeHandler(h)
+
+
+def test_retry_after_holds_every_sender_and_is_never_shortened() -> None:
+    times: list[float] = []
+    lock = threading.Lock()
+    refused = threading.Event()
+
+    def handler(request: Request) -> Response:
+        with lock:
+            times.append(time.monotonic())
+            first = len(times) == 1
+        if first:
+            refused.set()
+            return error(503, "overloaded", "0.5")
+        return ok(len(body_of(request)["events"]))
+
+    c = headwater.Client("http://gw", "k", transport=MemoryTransport(handler), max_in_flight=4, max_batch_events=1,
+                         linger_s=0, retry_base_s=0.001, retry_max_s=0.01, on_error=lambda e: None)
+    c.track("page_view", {})
+    assert refused.wait(30)
+    time.sleep(0.1)  # the 503 has been handled: its Retry-After now holds every sender
+    for i in range(20):
+        c.track("page_view", {"i": i})
+    assert c.close(30)
+    assert len(times) == 22
+    assert min(times[1:]) - times[0] >= 0.5  # neither the retry nor any other sender went before Retry-After

@@ -2,7 +2,8 @@
 
 DECISIONS.md 1 (an explicit retryable set, as the OpenTelemetry OTLP exporter has): 408, 429, 500, 502, 503,
 504, connection errors and timeouts are retried with exponential backoff and full jitter (base 0.5 s, cap
-30 s), never sooner than `Retry-After`, under a per-batch deadline; 413 splits; 200 and 422 are answers;
+30 s), never sooner than `Retry-After` (which holds every sender of the client, also across a batch's
+deadline), under a per-batch deadline; 413 splits; 200 and 422 are answers;
 every other status is a refusal, never retried.
 
 `Probe` keeps retry storms down when several senders share a failing gateway: the first sender that fails
@@ -52,10 +53,10 @@ class Aborted(Exception):
 
 
 def backoff(attempt: int, base: float, cap: float, retry_after: float | None) -> float:
-    """Full-jitter exponential backoff for the n-th retry (1-based), at least `retry_after` (bounded by 10x cap)."""
+    """Full-jitter exponential backoff for the n-th retry (1-based), never shorter than `retry_after`."""
     delay = random.uniform(0.0, min(cap, base * (2 ** min(attempt - 1, 60))))
     if retry_after is not None:
-        delay = max(delay, min(retry_after, cap * 10))
+        delay = max(delay, retry_after)
     return delay
 
 
@@ -73,15 +74,24 @@ class Probe:
         self._prober: int | None = None  # thread id of the sender probing a failing gateway
         self._since: float | None = None  # start of the failure streak
         self._failures = 0
+        self._not_before = 0.0  # monotonic time before which nobody sends (the server's Retry-After)
 
     def enter(self) -> None:
-        """Wait while another sender probes a failing gateway; raise `Aborted` when the client closes."""
+        """Wait while another sender probes a failing gateway or a `Retry-After` runs; `Aborted` on close."""
         me = threading.get_ident()
         with self._cond:
-            while self._prober is not None and self._prober != me:
+            while True:
                 if self._abort.is_set():
                     raise Aborted()
-                self._cond.wait(0.5)
+                hold = self._not_before - time.monotonic()
+                if hold <= 0 and (self._prober is None or self._prober == me):
+                    return
+                self._cond.wait(min(0.5, hold) if hold > 0 else 0.5)
+
+    def hold(self, seconds: float) -> None:
+        """No sender of this client sends for `seconds` (a `Retry-After`), also after a deadline or a restart."""
+        with self._cond:
+            self._not_before = max(self._not_before, time.monotonic() + seconds)
 
     def failed(self, exc: TransportError) -> None:
         """An attempt failed with a retryable error: this sender probes until it gets an answer."""
@@ -144,6 +154,8 @@ class RetryPolicy:
                     self.probe.failed(exc)
                     attempt += 1
                     delay = self._delay(attempt, exc)
+                    if isinstance(exc, RetryableStatusError) and exc.retry_after:
+                        self.probe.hold(exc.retry_after)
                     if time.monotonic() + delay - start > self.deadline_s:
                         raise
                     self.on_retry(exc)
