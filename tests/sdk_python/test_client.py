@@ -257,8 +257,10 @@ def test_async_client_never_blocks_the_loop() -> None:
             return c.metrics()
 
     assert asyncio.run(main()).acknowledged == 10
-    with pytest.raises(headwater.ConfigError):
+    with pytest.raises(headwater.ConfigError, match="queue_policy"):
         headwater.AsyncClient("http://gw", "k", transport=t, queue_policy="block")
+    with pytest.raises(headwater.ConfigError, match="durability"):
+        headwater.AsyncClient("http://gw", "k", transport=t, durability="sync", spool_dir="unused")
 
 
 def test_from_env(tmp_path: Path) -> None:
