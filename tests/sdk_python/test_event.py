@@ -42,8 +42,9 @@ def test_split_ids_follow_decisions_2() -> None:
 
 @pytest.mark.parametrize("event_type", ["", "Page", "1x", "a-b", "a" * 65, None, 3])
 def test_bad_event_types(event_type: object) -> None:
-    with pytest.raises(InvalidEventError, match="event_type"):
+    with pytest.raises(InvalidEventError, match="event_type") as err:
         encode({}, event_type=event_type)
+    assert err.value.code == "invalid_event_type" and err.value.field == "event_type"
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
@@ -59,20 +60,23 @@ def test_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
         encode(**kwargs)
 
 
-@pytest.mark.parametrize(("props", "match"), [
-    ({"x": float("nan")}, r"properties\.x: nan is not a finite number"),
-    ({"x": {"y": [1, float("inf")]}}, r"properties\.x\.y\[1\]: inf"),
-    ({"big": 1 << 63}, r"properties\.big: integer 9223372036854775808 does not fit in 64 bits"),
-    ({"small": -(1 << 63) - 1}, r"properties\.small: integer .* 64 bits"),
-    ({"b": b"raw"}, r"properties\.b: bytes"),
-    ({"o": object()}, r"properties\.o: a object has no JSON form"),
-    ({"k": {1: "x"}}, r"properties\.k: key 1 is a int"),
-    ({"s": "\ud800"}, r"properties\.s: holds a lone surrogate"),
-    ({"d": decimal.Decimal("NaN")}, r"properties\.d: Decimal NaN"),
+@pytest.mark.parametrize(("props", "match", "field", "code"), [
+    ({"x": float("nan")}, r"properties\.x: nan is not a finite number", "properties.x", "invalid_property_value"),
+    ({"x": {"y": [1, float("inf")]}}, r"properties\.x\.y\[1\]: inf", "properties.x.y[1]", "invalid_property_value"),
+    ({"big": 1 << 63}, r"properties\.big: integer 9223372036854775808 does not fit in 64 bits", "properties.big",
+     "invalid_property_value"),
+    ({"small": -(1 << 63) - 1}, r"properties\.small: integer .* 64 bits", "properties.small", "invalid_property_value"),
+    ({"b": b"raw"}, r"properties\.b: bytes", "properties.b", "invalid_property_value"),
+    ({"o": object()}, r"properties\.o: a object has no JSON form", "properties.o", "invalid_property_value"),
+    ({"k": {1: "x"}}, r"properties\.k: key 1 is a int", "properties.k", "invalid_property_key"),
+    ({"s": "\ud800"}, r"properties\.s: holds a lone surrogate", "properties.s", "invalid_property_value"),
+    ({"d": decimal.Decimal("NaN")}, r"properties\.d: Decimal NaN", "properties.d", "invalid_property_value"),
 ])
-def test_bad_properties_fail_at_track_naming_the_field(props: dict[str, Any], match: str) -> None:
-    with pytest.raises(InvalidEventError, match=match):
+def test_bad_properties_fail_at_track_naming_the_field(props: dict[str, Any], match: str, field: str,
+                                                       code: str) -> None:
+    with pytest.raises(InvalidEventError, match=match) as err:
         encode(props)
+    assert (err.value.field, err.value.code) == (field, code)
 
 
 def test_too_deep_properties_are_refused() -> None:

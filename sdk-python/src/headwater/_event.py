@@ -40,9 +40,10 @@ class EnvelopeEncoder:
             _check_event_type(event_type)
         props = clean_properties(properties)
         if partition_key is not None and not isinstance(partition_key, str):
-            raise InvalidEventError("partition_key must be a string or None")
+            raise InvalidEventError("partition_key must be a string or None", "invalid_partition_key", "partition_key")
         if event_id is not None and not (isinstance(event_id, str) and is_uuid(event_id)):
-            raise InvalidEventError(f"event_id must be a UUID string, got {event_id!r}")
+            raise InvalidEventError(f"event_id must be a UUID string, got {event_id!r}", "invalid_event_id",
+                                    "event_id")
         created = time.time_ns() // 1_000_000 if timestamp is None else to_epoch_ms(timestamp)
         head = (f'{{"event_id":"{event_id or uuid7(created)}","event_type":"{event_type}",'
                 f'"producer_id":{self._producer},"seq":')
@@ -53,19 +54,20 @@ class EnvelopeEncoder:
         try:
             return head.encode(), tail.encode()
         except UnicodeEncodeError:
-            raise InvalidEventError(_bad_text(props, partition_key)) from None
+            raise InvalidEventError(*_bad_text(props, partition_key)) from None
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _bad_text(props: Any, partition_key: str | None, path: str = "properties") -> str:
-    """Which string holds a lone surrogate (text that is not valid Unicode and cannot be sent as UTF-8)."""
+def _bad_text(props: Any, partition_key: str | None, path: str = "properties") -> tuple[str, str, str | None]:
+    """(message, code, field) for a string holding a lone surrogate (not valid Unicode, not sendable as UTF-8)."""
     found = _find_surrogate(props, path)
+    code = "invalid_property_value"
     if found is None and partition_key is not None:
-        found = "partition_key"
-    return f"{found or 'a string'}: holds a lone surrogate (not valid Unicode, cannot be sent as UTF-8)"
+        found, code = "partition_key", "invalid_partition_key"
+    return f"{found or 'a string'}: holds a lone surrogate (not valid Unicode, cannot be sent as UTF-8)", code, found
 
 
 def _find_surrogate(value: Any, path: str) -> str | None:
@@ -90,7 +92,8 @@ def _find_surrogate(value: Any, path: str) -> str | None:
 
 def _check_event_type(event_type: object) -> None:
     if not isinstance(event_type, str) or _EVENT_TYPE.fullmatch(event_type) is None:
-        raise InvalidEventError(f"event_type must match [a-z][a-z0-9_]{{0,63}}, got {event_type!r}")
+        raise InvalidEventError(f"event_type must match [a-z][a-z0-9_]{{0,63}}, got {event_type!r}",
+                                "invalid_event_type", "event_type")
     if len(_valid_types) < _VALID_TYPES_MAX:
         _valid_types.add(event_type)
 
@@ -103,6 +106,8 @@ def to_epoch_ms(timestamp: Timestamp) -> int:
         return int(timestamp.timestamp() * 1000)
     if isinstance(timestamp, (int, float)) and not isinstance(timestamp, bool):
         if not math.isfinite(timestamp) or not 0 <= timestamp < MAX_EPOCH_S:
-            raise InvalidEventError(f"timestamp must be epoch seconds in [0, {MAX_EPOCH_S}), got {timestamp!r}")
+            raise InvalidEventError(f"timestamp must be epoch seconds in [0, {MAX_EPOCH_S}), got {timestamp!r}",
+                                    "invalid_timestamp", "timestamp")
         return int(timestamp * 1000)
-    raise InvalidEventError(f"timestamp must be a datetime or epoch seconds, got {type(timestamp).__name__}")
+    raise InvalidEventError(f"timestamp must be a datetime or epoch seconds, got {type(timestamp).__name__}",
+                            "invalid_timestamp", "timestamp")

@@ -35,7 +35,17 @@ class SpoolLockedError(ConfigError):
 
 
 class InvalidEventError(HeadwaterError, ValueError):
-    """The arguments of `track()` are not a valid event."""
+    """The arguments of `track()` are not a valid event.
+
+    `code` is stable (`invalid_event_type`, `invalid_properties`, `invalid_property_key`,
+    `invalid_property_value`, `too_deep`, `invalid_partition_key`, `invalid_event_id`, `invalid_timestamp`,
+    `event_too_large`); `field` names the argument or property path (`properties.cart.items[2].price`).
+    """
+
+    def __init__(self, message: str, code: str = "invalid_event", field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.field = field
 
 
 class DeliveryError(HeadwaterError):

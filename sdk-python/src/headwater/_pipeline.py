@@ -104,7 +104,7 @@ class Pipeline:
         """Accept one encoded event under the policies; its seq, or None if it was dropped (counted)."""
         if len(head) + len(tail) + 20 > self.max_event_bytes:
             raise InvalidEventError(f"event is {len(head) + len(tail)} bytes encoded, over max_event_bytes "
-                                    f"({self.max_event_bytes})")
+                                    f"({self.max_event_bytes})", "event_too_large")
         if self.cfg.disabled:
             self.drop_unqueued("disabled")
             return None

@@ -42,17 +42,19 @@ def clean_properties(properties: Mapping[str, Any] | None) -> dict[str, Any]:
     if properties is None:
         return {}
     if not isinstance(properties, Mapping):
-        raise InvalidEventError(f"properties must be a mapping, got {type(properties).__name__}")
+        raise InvalidEventError(f"properties must be a mapping, got {type(properties).__name__}", "invalid_properties",
+                                "properties")
     return _mapping(properties, "properties", 1)
 
 
 def _mapping(value: Mapping[Any, Any], path: str, depth: int) -> dict[str, Any]:
     if depth > MAX_DEPTH:
-        raise InvalidEventError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+        raise InvalidEventError(f"{path}: nested deeper than {MAX_DEPTH} levels", "too_deep", path)
     out: dict[str, Any] = {}
     for key, item in value.items():
         if not isinstance(key, str):
-            raise InvalidEventError(f"{path}: key {key!r} is a {type(key).__name__}; keys must be strings")
+            raise InvalidEventError(f"{path}: key {key!r} is a {type(key).__name__}; keys must be strings",
+                                    "invalid_property_key", path)
         out[key] = _value(item, f"{path}.{key}", depth)
     return out
 
@@ -63,11 +65,11 @@ def _value(value: Any, path: str, depth: int) -> Any:
         return value
     if kind is int:
         if not INT64_MIN <= value <= INT64_MAX:
-            raise InvalidEventError(f"{path}: integer {value} does not fit in 64 bits (signed)")
+            raise _bad(path, f"integer {value} does not fit in 64 bits (signed)")
         return value
     if kind is float:
         if not math.isfinite(value):
-            raise InvalidEventError(f"{path}: {value} is not a finite number (NaN and infinities have no JSON form)")
+            raise _bad(path, f"{value} is not a finite number (NaN and infinities have no JSON form)")
         return value
     if isinstance(value, (list, tuple)):
         return _sequence(value, path, depth)
@@ -78,7 +80,7 @@ def _value(value: Any, path: str, depth: int) -> Any:
 
 def _sequence(value: Any, path: str, depth: int) -> list[Any]:
     if depth + 1 > MAX_DEPTH:
-        raise InvalidEventError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+        raise InvalidEventError(f"{path}: nested deeper than {MAX_DEPTH} levels", "too_deep", path)
     return [_value(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
 
 
@@ -108,13 +110,17 @@ def _special(value: Any, path: str, depth: int) -> Any:
             items.sort()
         return _sequence(items, path, depth)
     if isinstance(value, (bytes, bytearray, memoryview)):
-        raise InvalidEventError(f"{path}: bytes are not sent as is; encode them as text (base64 or hex) first")
-    raise InvalidEventError(f"{path}: a {type(value).__name__} has no JSON form (see the README's table)")
+        raise _bad(path, "bytes are not sent as is; encode them as text (base64 or hex) first")
+    raise _bad(path, f"a {type(value).__name__} has no JSON form (see the README's table)")
 
 
 def _decimal(value: decimal.Decimal, path: str) -> Any:
     if not value.is_finite():
-        raise InvalidEventError(f"{path}: Decimal {value} is not a finite number")
+        raise _bad(path, f"Decimal {value} is not a finite number")
     if value == value.to_integral_value() and INT64_MIN <= value <= INT64_MAX:
         return int(value)
     return _value(float(value), path, 0)
+
+
+def _bad(path: str, problem: str) -> InvalidEventError:
+    return InvalidEventError(f"{path}: {problem}", "invalid_property_value", path)
