@@ -177,11 +177,16 @@ class Pipeline:
         return run
 
     def _batch_loop(self) -> None:
-        q, asm, store, linger = self.queue, self.assembler, self.store, self.cfg.linger_s
+        """Seal a batch when 40 events are queued, or `linger_s` after the oldest unsealed event was accepted.
+
+        Events are left in the queue until one of the two happens (the batcher wakes twice per batch, not
+        once per event), then taken one batch at a time, each only when the store has room for it.
+        """
+        q, asm, linger = self.queue, self.assembler, self.cfg.linger_s
         while True:
-            opened = asm.open_since
-            timeout = None if opened is None else max(0.0, opened + linger - time.monotonic())
-            if len(q):
+            oldest = asm.open_since if asm.open_since is not None else q.oldest_at
+            timeout = None if oldest is None else max(0.0, oldest + linger - time.monotonic())
+            if len(q) >= self.cfg.max_batch_events:
                 timeout = 0.5 if timeout is None else min(timeout, 0.5)  # waiting for room in the store
             q.wake.wait(timeout)
             q.wake.clear()
@@ -189,18 +194,26 @@ class Pipeline:
             stopping = self.stopping.is_set()
             flush = q.flush_requested or stopping
             q.flush_requested = False
-            while len(q):  # one batch at a time, each only when the store has room for it
-                if asm.open_count() == 0 and not stopping and not store.wait_for_room(0.5):
-                    break  # backpressure: the events stay queued, and queue_policy applies to new ones
-                events, since = q.take(self.cfg.max_batch_events - asm.open_count())
-                asm.add(events, since)
-                stopping = self.stopping.is_set()
-            opened = asm.open_since
-            if flush or (opened is not None and time.monotonic() >= opened + linger):
+            oldest = asm.open_since if asm.open_since is not None else q.oldest_at
+            due = flush or (oldest is not None and time.monotonic() >= oldest + linger)
+            self._take_batches(due, stopping)
+            if due:
                 asm.seal_open()
             if stopping and len(q) == 0:
                 asm.seal_open()
                 return
+
+    def _take_batches(self, due: bool, stopping: bool) -> None:
+        """Move queued events into batches: full batches only, or everything once the linger is `due`."""
+        q, asm, store, size = self.queue, self.assembler, self.store, self.cfg.max_batch_events
+        while len(q):
+            if not due and len(q) + asm.open_count() < size:
+                return  # not a full batch yet: wait for more events or for the linger
+            if asm.open_count() == 0 and not stopping and not store.wait_for_room(0.5):
+                return  # backpressure: the events stay queued, and queue_policy applies to new ones
+            events, since = q.take(size - asm.open_count())
+            asm.add(events, since)
+            stopping = stopping or self.stopping.is_set()
 
     def _send_loop(self) -> None:
         store, sender = self.store, self.sender
