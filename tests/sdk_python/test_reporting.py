@@ -66,7 +66,7 @@ def test_a_failure_streak_is_logged_once_and_its_recovery_once(caplog: pytest.Lo
     assert len([m for m in logged if "delivery failing" in m]) == 1, logged
     assert len([m for m in logged if "delivery recovered" in m]) == 1, logged
     assert [type(e) for e in errors] == [headwater.RetryableStatusError]  # on_error hears of the streak once
-    assert len([m for m in messages(caplog, logging.DEBUG) if "attempt failed" in m]) >= 30  # debug: every one
+    assert len([m for m in messages(caplog, logging.DEBUG) if "attempt failed" in m]) >= 25  # at DEBUG: each one
 
 
 def test_only_one_sender_probes_a_failing_gateway() -> None:

@@ -221,3 +221,30 @@ def test_an_unusable_spool_dir_is_a_config_error(tmp_path: Path) -> None:
     blocker.write_text("not a directory")
     with pytest.raises(ConfigError, match="spool_dir"):
         open_spool(blocker / "spool")
+
+
+def test_a_group_of_batch_files_shares_one_directory_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import headwater._spool as spool_module
+    import headwater._spoolfile as spoolfile_module
+
+    spool = open_spool(tmp_path, fsync=True)
+    synced: list[str] = []
+    batches = str(tmp_path / "batches")
+
+    def record(path: str) -> None:
+        if path == batches:  # state.json's own writes sync the spool's top directory
+            synced.append(path)
+
+    monkeypatch.setattr(spool_module, "fsync_dir", record)
+    monkeypatch.setattr(spoolfile_module, "fsync_dir", record)
+    with spool.group():
+        for _ in range(5):
+            spool.append(make_batch(spool, 3))
+    assert synced == [batches]  # one, after the last file
+    spool.append(make_batch(spool, 1))
+    assert len(synced) == 2  # outside a group: one per file
+    with spool.group():
+        pass
+    assert len(synced) == 2  # an empty group syncs nothing
+    crash(spool)
+    assert open_spool(tmp_path).stats()[0] == 6

@@ -196,9 +196,13 @@ class Pipeline:
             q.flush_requested = False
             oldest = asm.open_since if asm.open_since is not None else q.oldest_at
             due = flush or (oldest is not None and time.monotonic() >= oldest + linger)
-            self._take_batches(due, stopping)
-            if due:
-                asm.seal_open()
+            ready = len(q) >= self.cfg.max_batch_events or (due and len(q) > 0)
+            if ready and not stopping and asm.open_count() == 0:
+                self.store.wait_for_room(0.5)  # backpressure: wait (woken by an ack) before taking a batch
+            with self.store.group():  # a burst of batch files shares one directory fsync
+                self._take_batches(due, stopping)
+                if due:
+                    asm.seal_open()
             if stopping and len(q) == 0:
                 asm.seal_open()
                 return
@@ -209,7 +213,7 @@ class Pipeline:
         while len(q):
             if not due and len(q) + asm.open_count() < size:
                 return  # not a full batch yet: wait for more events or for the linger
-            if asm.open_count() == 0 and not stopping and not store.wait_for_room(0.5):
+            if asm.open_count() == 0 and not stopping and not store.has_room():
                 return  # backpressure: the events stay queued, and queue_policy applies to new ones
             events, since = q.take(size - asm.open_count())
             asm.add(events, since)

@@ -11,10 +11,11 @@ oldest batch not in flight is deleted (counted) to make room.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Callable, Protocol
 
 from ._batcher import Batch
@@ -43,6 +44,9 @@ class Store(Protocol):
 
     def has_room(self) -> bool:
         """True if another batch fits now (or `drop_oldest` can make room)."""
+
+    def group(self) -> contextlib.AbstractContextManager[None]:
+        """Appends inside this block may share one sync of the spool directory (done when it ends)."""
 
     def ack(self, batch: Batch) -> None:
         """Forget `batch`: delivered or permanently rejected."""
@@ -105,6 +109,11 @@ class OrderedStore:
     def reserve(self, next_seq: int) -> int:
         """In memory nothing outlives the process: every seq is free to use."""
         return 1 << 62
+
+    @contextlib.contextmanager
+    def group(self) -> Iterator[None]:
+        """Nothing to group in memory."""
+        yield
 
     def has_room(self) -> bool:
         """True if another batch fits now (or `drop_oldest` can make room)."""
