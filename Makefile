@@ -33,6 +33,7 @@ lint: setup
 
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
 test: setup lint
+	@bash sdk-python/scripts/test-pythons.sh  # the SDK's unit tests on Python 3.9 and 3.13 (skipped without pyenv)
 	@$(PY) -m pytest $(PYTEST_ARGS)
 
 test-unit: setup

@@ -2,10 +2,12 @@
 
 Not a test: it prints figures. For each SDK, in its own process (so memory and CPU are its own):
 
-1. `track()` cost: N events of ~1 KB, microseconds per call (the SDK's sender thread runs meanwhile);
-2. sender throughput: time and process CPU until the local endpoint counted all N events, as events/s and
-   events per CPU-second (per core); every SDK sends batches of 40 (gzip for segment/posthog, zstd for
-   headwater, their own defaults otherwise);
+1. the headline: whole-process CPU (every thread, the SDK's own included) per delivered event, from the
+   first `track()` until the local endpoint counted all N events of ~1 KB; also as events/s and events per
+   CPU-second; every SDK sends batches of 40 (gzip for segment/posthog, zstd for headwater, their own
+   defaults otherwise);
+2. `track()` cost, microseconds per call: mostly a measure of when the SDK's threads get the GIL, so
+   secondary;
 3. memory while the endpoint is down: RSS growth after tracking M events towards a closed port.
 
 The endpoint is an aiohttp server in a separate process that accepts everything and counts events.
@@ -117,7 +119,8 @@ def rss_bytes() -> int:
 def run_one(name: str, url: str, n: int, down_n: int) -> dict[str, Any]:
     """Measure one SDK in this process and return its figures."""
     events = [make_event(i) for i in range(n)]
-    with tempfile.TemporaryDirectory() as tmp:
+    # the SDK's threads may still write to the spool of the down phase while the directory is removed
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         spool = os.path.join(tmp, "spool") if name.endswith("-spool") else None
         sdk = Sdk(name, url, queue=n * 2, spool=spool)
         stats(url, "/reset")
@@ -143,7 +146,8 @@ def run_one(name: str, url: str, n: int, down_n: int) -> dict[str, Any]:
             down.track(i, make_event(i))  # a fresh object each time: what the SDK keeps is what it costs
         time.sleep(1.0)
         rss1 = rss_bytes()
-    return {"sdk": name, "events": n, "delivered": delivered, "track_us": t_track / n * 1e6,
+    return {"sdk": name, "events": n, "delivered": delivered, "cpu_us_per_event": cpu / max(delivered, 1) * 1e6,
+            "track_us": t_track / n * 1e6,
             "events_per_s": n / wall, "events_per_cpu_s": n / cpu if cpu else 0.0,
             "down_events": down_n, "down_rss_growth_mb": (rss1 - rss0) / 2**20}
 
@@ -201,17 +205,20 @@ def ratios(results: list[dict[str, Any]]) -> dict[str, float]:
     hw = by.get("headwater")
     for other in ("segment", "posthog"):
         if hw and other in by:
+            out[f"cpu_per_event_{other}_over_headwater"] = by[other]["cpu_us_per_event"] / hw["cpu_us_per_event"]
             out[f"track_us_{other}_over_headwater"] = by[other]["track_us"] / hw["track_us"]
             out[f"events_per_cpu_s_headwater_over_{other}"] = hw["events_per_cpu_s"] / by[other]["events_per_cpu_s"]
     return out
 
 
 def print_table(results: list[dict[str, Any]]) -> None:
-    head = f"{'sdk':<16}{'delivered':>11}{'track us':>10}{'events/s':>10}{'ev/cpu-s':>10}{'down RSS MB':>13}"
+    head = (f"{'sdk':<16}{'delivered':>11}{'CPU us/event':>14}{'track us':>10}{'events/s':>10}{'ev/cpu-s':>10}"
+            f"{'down RSS MB':>13}")
     print(head)
     print("-" * len(head))
     for r in results:
-        print(f"{r['sdk']:<16}{r['delivered']:>11}{r['track_us']:>10.2f}{r['events_per_s']:>10.0f}"
+        print(f"{r['sdk']:<16}{r['delivered']:>11}{r['cpu_us_per_event']:>14.1f}{r['track_us']:>10.2f}"
+              f"{r['events_per_s']:>10.0f}"
               f"{r['events_per_cpu_s']:>10.0f}{r['down_rss_growth_mb']:>13.1f}")
 
 

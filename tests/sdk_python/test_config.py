@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import headwater
 import pytest
@@ -71,3 +72,38 @@ def test_every_option_is_documented_in_the_readme() -> None:
     readme = (Path(__file__).parents[2] / "sdk-python" / "README.md").read_text()
     for f in dataclasses.fields(ClientConfig):
         assert f"`{f.name}`" in readme, f.name
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:abc", "http://127.0.0.1:99999", "http://:80", "ftp://gw",
+                                      "gw:8080", "http://gw/ path", "http://gw:0", "http://gw/?q=1", "", None])
+def test_bad_endpoints_fail_at_construction(endpoint: object) -> None:
+    with pytest.raises(ConfigError, match="endpoint"):
+        headwater.Client(endpoint, "k", disabled=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("endpoint", ["http://gw", "https://gw:8443", "http://127.0.0.1:8080/", "http://[::1]:80/x"])
+def test_good_endpoints(endpoint: str) -> None:
+    assert ClientConfig(endpoint=endpoint, write_key="k").endpoint == endpoint
+
+
+def test_new_options_from_the_environment() -> None:
+    env = {"HEADWATER_ENDPOINT": "http://gw", "HEADWATER_WRITE_KEY": "k", "HEADWATER_MAX_IN_FLIGHT": "8",
+           "HEADWATER_DISABLED": "true", "HEADWATER_DEBUG": "0", "HEADWATER_PROXY": "http://proxy:3128",
+           "HEADWATER_RETRY_REFUSED_MAX_S": "1.5"}
+    cfg = ClientConfig.from_env(env)
+    assert cfg.max_in_flight == 8 and cfg.disabled is True and cfg.debug is False
+    assert cfg.proxy == "http://proxy:3128" and cfg.retry_refused_max_s == 1.5
+    assert ClientConfig(endpoint="http://gw", write_key="k").max_in_flight == 4
+    with pytest.raises(ConfigError, match="HEADWATER_DISABLED"):
+        ClientConfig.from_env({**env, "HEADWATER_DISABLED": "maybe"})
+    with pytest.raises(ConfigError, match="HEADWATER_MAX_IN_FLIGHT"):
+        ClientConfig.from_env({**env, "HEADWATER_MAX_IN_FLIGHT": "0"})
+
+
+def test_sync_durability_needs_a_spool_and_a_bad_spool_dir_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="durability 'sync' needs spool_dir"):
+        ClientConfig(endpoint="http://a", write_key="k", durability="sync")
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    with pytest.raises(ConfigError, match="spool_dir"):
+        headwater.Client("http://a", "k", spool_dir=str(not_a_dir / "spool"))

@@ -51,8 +51,9 @@ def test_every_event_is_acknowledged_rejected_or_dropped_exactly_once(script: li
                               linger_s=0.001, retry_base_s=0.001, retry_max_s=0.002, on_error=lambda e: None)
     for i in range(n):
         client.track("page_view", {"i": i})
-    assert client.close(30)
+    closed = client.close(30)
     m = client.metrics()
     assert m.acknowledged + m.rejected + m.dropped_total == n
+    assert closed is (m.acknowledged == n)  # close() is True exactly when every event was acknowledged
     assert len(gateway.acked) == len(set(gateway.acked)) == m.acknowledged  # never acknowledged twice
     assert set(gateway.acked) <= set(range(n))

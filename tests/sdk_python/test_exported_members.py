@@ -8,7 +8,7 @@ import pytest
 pytestmark = pytest.mark.unit
 
 EXPECTED = {
-    "AsyncClient", "Batch", "BatchRejectedError", "Client", "ClientClosedError", "ClientConfig", "ClientState",
+    "AsyncClient", "BatchRejectedError", "Client", "ClientClosedError", "ClientConfig", "ClientState",
     "ConfigError", "DeliveryError", "DeliveryReport", "EventRejectedError", "EventsDroppedError", "HeadwaterError",
     "InvalidEventError", "MemoryTransport", "Metrics", "Request", "Response", "RetryableStatusError",
     "SpoolLockedError", "Transport", "TransportError", "Urllib3Transport", "__version__",
@@ -36,3 +36,4 @@ def test_exception_tree() -> None:
     for name in ("EventsDroppedError", "BatchRejectedError", "EventRejectedError", "TransportError"):
         assert issubclass(getattr(headwater, name), headwater.DeliveryError)
     assert issubclass(headwater.DeliveryError, headwater.HeadwaterError)
+

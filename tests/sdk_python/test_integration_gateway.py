@@ -25,9 +25,10 @@ EVENTS_TOPIC = "headwater.events"
 
 @pytest.fixture(scope="module")
 def gateway(stack_env: dict[str, str]) -> dict[str, str]:
-    """The stack's endpoints; skipped only while the stack has no gateway service yet."""
-    if "GATEWAY_URL" not in stack_env:
-        pytest.skip("the stack has no GATEWAY_URL yet (gateway service not registered)")
+    """The real stack's endpoints (started by the session fixture); a stack without them fails, never skips."""
+    required = ("GATEWAY_URL", "REGISTRY_URL", "KAFKA_BOOTSTRAP", "HEADWATER_WRITE_KEY")
+    missing = [k for k in required if k not in stack_env]
+    assert not missing, f"the test stack did not provide {missing}"
     return stack_env
 
 
@@ -121,8 +122,6 @@ def test_gateway_down_for_a_while_and_back(gateway: dict[str, str], tmp_path: Pa
 
 
 def test_avro_fast_path_reaches_kafka(gateway: dict[str, str]) -> None:
-    if "REGISTRY_URL" not in gateway:
-        pytest.skip("the stack has no REGISTRY_URL yet")
     run = f"run-{uuid.uuid4()}"
     start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
     with headwater.Client(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], linger_s=0.01,
@@ -133,3 +132,27 @@ def test_avro_fast_path_reaches_kafka(gateway: dict[str, str]) -> None:
         producer = client.producer_id
         assert client.metrics().acknowledged == 200
     assert sorted(arrived(gateway, producer, 200, start)) == list(range(200))
+
+
+def test_real_refusals_and_rejections_make_close_false_without_retries(gateway: dict[str, str]) -> None:
+    """401 (bad key) and 404 (mistyped endpoint) are refused at once; an unknown type is rejected per event."""
+    cases = [  # (endpoint, write key, event type, expected code)
+        (gateway["GATEWAY_URL"], "not-a-key", "page_view", "invalid_write_key"),
+        (gateway["GATEWAY_URL"].rstrip("/") + "/mistyped", gateway["HEADWATER_WRITE_KEY"], "page_view", None),
+        (gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], "no_such_event_type", "unknown_event_type"),
+    ]
+    for endpoint, key, event_type, code in cases:
+        errors: list[Exception] = []
+        client = headwater.Client(endpoint, key, linger_s=0.01, retry_deadline_s=60, on_error=errors.append)
+        for i in range(3):
+            client.track(event_type, page_view(i, "refusals"))
+        started = time.monotonic()
+        assert client.close(60) is False, (endpoint, client.metrics())
+        m = client.metrics()
+        assert time.monotonic() - started < 30 and m.retries == 0 and m.acknowledged == 0, m  # never retried
+        if event_type == "no_such_event_type":
+            assert m.rejected == 3 and {e.code for e in errors if isinstance(e, headwater.EventRejectedError)} == {code}
+        else:
+            refused = [e for e in errors if isinstance(e, headwater.BatchRejectedError)]
+            assert refused and m.dropped_total == 3, (errors, m)
+            assert code is None or refused[0].code == code

@@ -7,6 +7,9 @@ with headwater.Client("http://gateway:8080", "my-write-key", spool_dir="/var/lib
     hw.track("page_view", {"url": "https://example.com/"})
 ```
 
+`AsyncClient` (asyncio) is imported on first use; `wire_format="avro"` needs the `avro` extra
+(`pip install headwater[avro]`).
+
 Exceptions (all in this namespace; see `headwater._exceptions` for when each happens):
 
 ```
@@ -21,8 +24,9 @@ HeadwaterError
 ```
 """
 
-from ._aio import AsyncClient
-from ._batcher import Batch
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 from ._client import Client, ClientState
 from ._config import ClientConfig
 from ._exceptions import (
@@ -43,9 +47,11 @@ from ._sender import DeliveryReport
 from ._transport import MemoryTransport, Request, Response, Transport, Urllib3Transport
 from ._version import __version__
 
+if _TYPE_CHECKING:
+    from ._aio import AsyncClient
+
 __all__ = [
     "AsyncClient",
-    "Batch",
     "BatchRejectedError",
     "Client",
     "ClientClosedError",
@@ -71,7 +77,22 @@ __all__ = [
 ]
 
 for _name in __all__:  # show public objects as headwater.X, not headwater._module.X (as httpx does)
-    _obj = globals()[_name]
+    _obj = globals().get(_name)
     if hasattr(_obj, "__module__") and not isinstance(_obj, str):
         _obj.__module__ = "headwater"
 del _name, _obj
+
+
+def __getattr__(name: str) -> _Any:
+    """`AsyncClient` is imported on first use, so `import headwater` does not import asyncio."""
+    if name == "AsyncClient":
+        from ._aio import AsyncClient  # noqa: PLC0415 - lazy on purpose
+
+        AsyncClient.__module__ = "headwater"
+        globals()["AsyncClient"] = AsyncClient
+        return AsyncClient
+    raise AttributeError(f"module 'headwater' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__")})

@@ -17,21 +17,20 @@ from ._metrics import Metrics
 class AsyncClient:
     """Wraps a `Client` for asyncio code: the same options, with `await flush()` / `await close()`.
 
-    `track()` stays synchronous (it only appends to a queue); the `block` queue policy is refused because
-    it could stall the event loop. Waiting for delivery runs in the loop's default executor.
+    `track()` stays synchronous (it only appends to a queue); the `block` queue policy and durability `sync`
+    (a disk write, possibly an fsync, per event) are refused because they would stall the event loop.
+    Waiting for delivery runs in the loop's default executor.
     """
 
     def __init__(self, endpoint: str, write_key: str, *, spool_dir: str | None = None, **options: Any) -> None:
-        if options.get("queue_policy") == "block":
-            raise ConfigError("queue_policy 'block' would block the event loop; use another policy")
+        _check_loop_safe(options.get("queue_policy"), options.get("durability"))
         self._client = Client(endpoint, write_key, spool_dir=spool_dir, **options)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> AsyncClient:
         """An async client configured from `HEADWATER_*` variables; keyword arguments win."""
         config = ClientConfig.from_env(environ, **overrides)
-        if config.queue_policy == "block":
-            raise ConfigError("HEADWATER_QUEUE_POLICY 'block' would block the event loop; use another policy")
+        _check_loop_safe(config.queue_policy, config.durability)
         self = cls.__new__(cls)
         self._client = Client.from_config(config)
         return self
@@ -71,3 +70,11 @@ class AsyncClient:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.close()
+
+
+def _check_loop_safe(queue_policy: object, durability: object) -> None:
+    if queue_policy == "block":
+        raise ConfigError("queue_policy 'block' (HEADWATER_QUEUE_POLICY) would block the event loop; use another")
+    if durability == "sync":
+        raise ConfigError("durability 'sync' (HEADWATER_DURABILITY) writes to disk in track() and would block the "
+                          "event loop; use the default 'async' (or a thread-based Client)")

@@ -1,74 +1,81 @@
-"""Turning queued events into sealed batches: envelope encoding, gapless seq assignment, handing to the store."""
+"""Turning accepted events into sealed batches (by count, bytes and linger) and handing them to the store."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
 from typing import Callable
 
 from ._batcher import Batch, Batcher
 from ._config import ClientConfig
-from ._event import EnvelopeFields, PendingEvent, encode_envelope, envelope
 from ._ids import uuid7
+from ._queue import Queued
 from ._store import Store
 
-DropCounter = Callable[[dict[str, int]], None]
+JournalAppend = Callable[[str, int, bytes], None]  # (open batch id, seq, envelope): durability "sync"
 
 
 class Assembler:
-    """Packs events into batches; a seq is consumed only by an event that joins a batch, so seqs are gapless.
+    """Packs events (already encoded, seqs already assigned) into batches; full batches are sealed and stored.
 
-    Events that cannot be encoded (NaN, lone surrogates, unserialisable values) or are larger than
-    `max_event_bytes` are dropped before they get a seq and counted. A seq gap downstream therefore means a
-    sealed batch was lost after this point (spool overflow or corruption, both counted) or never reached
-    Kafka. Thread-safe: the batcher thread and a `spill` caller may both add.
+    The open batch gets its id when its first event arrives, so a journal (durability `sync`) can name it.
+    `open_since` is when the oldest event of the open batch was accepted: the batcher seals it `linger_s`
+    later whatever else is queued. Thread-safe: the batcher thread, a `spill` caller and a `sync` caller
+    may all add.
     """
 
-    def __init__(self, cfg: ClientConfig, store: Store, drop: DropCounter) -> None:
-        self._cfg = cfg
+    def __init__(self, cfg: ClientConfig, store: Store, journal: JournalAppend | None = None) -> None:
         self._store = store
-        self._drop = drop
-        self._fields = EnvelopeFields(store.producer_id, cfg.node_id, dict(cfg.context))
+        self._journal = journal
+        self._producer_id = store.producer_id
         self._batcher: Batcher[tuple[int, bytes]] = Batcher(cfg.max_batch_events, cfg.max_batch_bytes)
-        self._lock = threading.RLock()  # re-entrant: a drop callback may track() under the spill policy
+        self._lock = threading.RLock()
+        self._open_id: str | None = None
         self.open_since: float | None = None
 
-    def add(self, events: Iterable[PendingEvent]) -> None:
-        """Encode and pack `events`; batches that fill up are sealed and stored."""
-        drops: dict[str, int] = {}
+    def add(self, events: list[Queued], since: float | None) -> None:
+        """Pack queued `events` (accepted at `since` or later); batches that fill up are sealed and stored."""
         with self._lock:
             for event in events:
-                seq = self._store.next_seq
-                try:
-                    data = encode_envelope(envelope(event, seq, self._fields))
-                except ValueError:
-                    drops["invalid_properties"] = drops.get("invalid_properties", 0) + 1
-                    continue
-                if len(data) > self._cfg.max_event_bytes or not self._batcher.fits_alone(len(data)):
-                    drops["event_too_large"] = drops.get("event_too_large", 0) + 1
-                    continue
-                self._store.next_seq = seq + 1
-                for full in self._batcher.add((seq, data), len(data)):
-                    self._seal(full)
-            if len(self._batcher) == 0:
-                self.open_since = None
-            elif self.open_since is None:
-                self.open_since = time.monotonic()
-        if drops:
-            self._drop(drops)
+                self._add(event.seq, event.head + str(event.seq).encode() + event.tail, since)
+
+    def add_sync(self, head: bytes, tail: bytes, next_seq: Callable[[], int]) -> int:
+        """Durability `sync`: take a seq, journal the event, pack it (on the caller's thread); returns the seq.
+
+        The seq is taken under the assembler's lock, so events join batches in seq order.
+        """
+        with self._lock:
+            seq = next_seq()
+            self._add(seq, head + str(seq).encode() + tail, time.monotonic())
+            return seq
+
+    def _add(self, seq: int, data: bytes, since: float | None) -> None:
+        batcher = self._batcher
+        if batcher.would_seal(len(data)):
+            self.seal_open()
+        if self._open_id is None:
+            self._open_id = uuid7()
+            self.open_since = since if since is not None else time.monotonic()
+        if self._journal is not None:
+            self._journal(self._open_id, seq, data)
+        for full in batcher.add((seq, data), len(data)):
+            self._seal(full)
 
     def seal_open(self) -> None:
         """Seal and store the open batch, however small."""
         with self._lock:
             items = self._batcher.drain()
-            self.open_since = None
             if items:
                 self._seal(items)
+            self._open_id = None
+            self.open_since = None
 
     def _seal(self, items: list[tuple[int, bytes]]) -> None:
-        batch = Batch(uuid7(), self._fields.producer_id, items[0][0], items[-1][0], tuple(d for _, d in items))
-        self._store.append(batch)
+        batch_id = self._open_id or uuid7()
+        self._open_id = None
+        self.open_since = None
+        seqs = [seq for seq, _ in items]  # in order, except when a `spill` caller and the batcher interleave
+        self._store.append(Batch(batch_id, self._producer_id, min(seqs), max(seqs), tuple(d for _, d in items)))
 
     def open_count(self) -> int:
         """Events in the open batch."""

@@ -49,6 +49,10 @@ class Batcher(Generic[T]):
         """True if an item of `size` bytes fits in an empty batch."""
         return self.overhead + size + 1 <= self.max_bytes
 
+    def would_seal(self, size: int) -> bool:
+        """True if adding an item of `size` bytes would first seal the open batch (byte cap)."""
+        return bool(self._items) and self._bytes + size + 1 > self.max_bytes
+
     def add(self, item: T, size: int) -> list[list[T]]:
         """Add an item of `size` bytes (it must fit alone); return the batches this sealed."""
         sealed: list[list[T]] = []

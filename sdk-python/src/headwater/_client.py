@@ -11,7 +11,7 @@ from typing import Any
 
 from . import _lifecycle
 from ._config import ClientConfig
-from ._event import Timestamp, make_event
+from ._event import Timestamp
 from ._exceptions import ConfigError
 from ._metrics import Metrics
 from ._pipeline import Pipeline
@@ -77,18 +77,20 @@ class Client:
 
     def track(self, event_type: str, properties: Mapping[str, Any] | None = None, *,
               partition_key: str | None = None, event_id: str | None = None,
-              timestamp: Timestamp = None) -> None:
-        """Queue one event; returns at once (unless `queue_policy` is `block`).
+              timestamp: Timestamp = None) -> int | None:
+        """Check, encode and queue one event; returns its `seq`, or None if it was dropped (counted).
 
-        Raises `InvalidEventError` for bad arguments only; a full queue, a closed client or a failing
-        gateway is counted in `metrics().dropped` and reported to `on_error`, never raised.
+        Returns at once (unless `queue_policy` is `block`, or durability is `sync`: then after the event is
+        in the spool). Raises `InvalidEventError` naming the bad argument or field (the properties are
+        converted and deep-copied here); a full queue, a closed client or a failing gateway is counted in
+        `metrics().dropped` and reported to `on_error`, never raised.
         """
-        event = make_event(event_type, properties, partition_key, event_id, timestamp)
         pipeline = self._current()
+        head, tail = pipeline.encoder.encode(event_type, properties, partition_key, event_id, timestamp)
         if self._state is not ClientState.OPEN:
             pipeline.drop_unqueued("client_closed")
-            return
-        pipeline.put(event)
+            return None
+        return pipeline.put(head, tail)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Send everything queued now and wait until it is acknowledged; False if `timeout` passed first."""
@@ -97,8 +99,10 @@ class Client:
     def close(self, timeout: float | None = None) -> bool:
         """Flush for at most `timeout` seconds (default `exit_timeout_s`), then stop; idempotent.
 
-        Returns True if every event was acknowledged. With a spool, what was not delivered stays on disk
-        and is sent by the next client on the same directory; without one it is counted as dropped.
+        Returns True only if every event this client accepted (and every event it found in its spool) was
+        acknowledged by the gateway, and none was dropped, refused or rejected; False otherwise (see
+        `metrics()` for what happened). With a spool, what was not delivered stays on disk and is sent by the
+        next client on the same directory; without one it is counted as dropped (`closed_unsent`).
         """
         with self._lock:
             if self._state is not ClientState.OPEN:

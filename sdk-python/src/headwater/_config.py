@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import socket
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -19,12 +19,15 @@ from ._exceptions import ConfigError
 QUEUE_POLICIES = ("drop_newest", "drop_oldest", "block", "spill")
 SPOOL_OVERFLOW_POLICIES = ("backpressure", "drop_oldest")
 FSYNC_POLICIES = ("always", "never")
+DURABILITIES = ("async", "sync")
 WIRE_FORMATS = ("json", "avro")
 COMPRESSIONS = ("zstd", "gzip", "identity")
 GATEWAY_MAX_EVENTS = 40  # protocol.md section 5
 ENV_ALIASES = {"endpoint": ("HEADWATER_ENDPOINT", "GATEWAY_URL"),
                "registry_url": ("HEADWATER_REGISTRY_URL", "REGISTRY_URL")}
 _NOT_FROM_ENV = {"context", "on_delivery", "on_error", "transport"}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+MAX_IN_FLIGHT = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,13 +51,19 @@ class ClientConfig:
     spool_max_bytes: int = 256 * 1024 * 1024
     spool_overflow: str = "backpressure"
     spool_fsync: str = "always"
+    durability: str = "async"
+    max_in_flight: int = 4
     request_timeout_s: float = 10.0
     retry_deadline_s: float = 300.0
     retry_base_s: float = 0.5
     retry_max_s: float = 30.0
+    retry_refused_max_s: float = 2.0
     connection_max_age_s: float = 300.0
     schema_refresh_s: float = 300.0
     exit_timeout_s: float = 5.0
+    proxy: str | None = None
+    disabled: bool = False
+    debug: bool = False
     node_id: str = dataclasses.field(default_factory=socket.gethostname)
     context: Mapping[str, str] = dataclasses.field(default_factory=dict)
     on_delivery: Callable[..., None] | None = None
@@ -72,6 +81,13 @@ class ClientConfig:
         _check_choice("queue_policy", self.queue_policy, QUEUE_POLICIES)
         _check_choice("spool_overflow", self.spool_overflow, SPOOL_OVERFLOW_POLICIES)
         _check_choice("spool_fsync", self.spool_fsync, FSYNC_POLICIES)
+        _check_choice("durability", self.durability, DURABILITIES)
+        _check_range("max_in_flight", self.max_in_flight, 1, MAX_IN_FLIGHT)
+        if self.proxy is not None:
+            _check_url("proxy", self.proxy)
+        for name in ("disabled", "debug"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} ({env_name(name)}) must be True or False, got {getattr(self, name)!r}")
         _check_range("max_batch_events", self.max_batch_events, 1, GATEWAY_MAX_EVENTS)
         _check_range("max_batch_bytes", self.max_batch_bytes, 1024, 1 << 30)
         _check_range("max_event_bytes", self.max_event_bytes, 64, self.max_batch_bytes)
@@ -81,10 +97,14 @@ class ClientConfig:
         for name in ("linger_s", "block_timeout_s", "exit_timeout_s"):
             _check_range(name, getattr(self, name), 0.0, 86_400.0)
         for name in ("request_timeout_s", "retry_deadline_s", "retry_base_s", "retry_max_s",
-                     "connection_max_age_s", "schema_refresh_s"):
+                     "retry_refused_max_s", "connection_max_age_s", "schema_refresh_s"):
             _check_range(name, getattr(self, name), 0.001, 86_400.0 * 365)
         if self.wire_format == "avro" and self.registry_url is None:
             raise ConfigError("wire_format 'avro' needs registry_url (HEADWATER_REGISTRY_URL)")
+        if self.durability == "sync" and self.spool_dir is None:
+            raise ConfigError("durability 'sync' needs spool_dir (HEADWATER_SPOOL_DIR)")
+        if self.spool_dir is not None and (not isinstance(self.spool_dir, str) or not self.spool_dir):
+            raise ConfigError(f"spool_dir (HEADWATER_SPOOL_DIR) must be a non-empty path, got {self.spool_dir!r}")
         if self.queue_policy == "spill" and self.spool_dir is None:
             raise ConfigError("queue_policy 'spill' needs spool_dir (HEADWATER_SPOOL_DIR)")
         if not isinstance(self.node_id, str) or not self.node_id:
@@ -128,14 +148,29 @@ def _parse(var: str, raw: str, annotation: str | Any) -> Any:
             return int(raw.replace("_", ""))
         if kind == "float":
             return float(raw)
+        if kind == "bool":
+            if raw.strip().lower() in _TRUE:
+                return True
+            if raw.strip().lower() in _FALSE:
+                return False
+            raise ValueError(raw)
     except ValueError:
         raise ConfigError(f"{var}={raw!r} is not a valid {kind}") from None
     return raw
 
 
 def _check_url(name: str, value: object) -> None:
-    if not isinstance(value, str) or not re.match(r"^https?://[^/\s]+", value):
-        raise ConfigError(f"{name} must be an http:// or https:// URL, got {value!r}")
+    """An http(s) URL with a host and, if given, a numeric port in 1..65535; nothing else gets through."""
+    problem = f"{name} must be an http:// or https:// URL with a host, got {value!r}"
+    if not isinstance(value, str) or any(c.isspace() for c in value):
+        raise ConfigError(problem)
+    try:
+        parts = urllib.parse.urlsplit(value)
+        port = parts.port  # ValueError for a non-numeric or out-of-range port
+    except ValueError as exc:
+        raise ConfigError(f"{problem} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0 or parts.query or parts.fragment:
+        raise ConfigError(problem)
 
 
 def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:

@@ -8,10 +8,11 @@ HeadwaterError
 └── DeliveryError                          reported to `on_error`, never raised by track()
     ├── EventsDroppedError                 events dropped, with the reason and the count
     │   └── ClientClosedError              track() after close(): the event is dropped (`client_closed`)
-    ├── BatchRejectedError                 the gateway refused a whole batch (400, 401, 403, 413, 415)
+    ├── BatchRejectedError                 the gateway refused a whole batch (any status but 200, 422, 413
+    │                                      and the retryable 408/429/500/502/503/504); a single event's 413
     ├── EventRejectedError                 the gateway rejected one event of a batch (listed in 200/422)
     └── TransportError                     connection error, timeout or retryable status (retried)
-        └── RetryableStatusError           429 / 5xx / unexpected status, with Retry-After when given
+        └── RetryableStatusError           408 / 429 / 500 / 502 / 503 / 504, with Retry-After when given
 ```
 
 `track()` raises only `InvalidEventError` (a bug in the calling code). Transport problems are never raised
@@ -34,7 +35,17 @@ class SpoolLockedError(ConfigError):
 
 
 class InvalidEventError(HeadwaterError, ValueError):
-    """The arguments of `track()` are not a valid event."""
+    """The arguments of `track()` are not a valid event.
+
+    `code` is stable (`invalid_event_type`, `invalid_properties`, `invalid_property_key`,
+    `invalid_property_value`, `too_deep`, `invalid_partition_key`, `invalid_event_id`, `invalid_timestamp`,
+    `event_too_large`); `field` names the argument or property path (`properties.cart.items[2].price`).
+    """
+
+    def __init__(self, message: str, code: str = "invalid_event", field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.field = field
 
 
 class DeliveryError(HeadwaterError):
@@ -61,6 +72,7 @@ class BatchRejectedError(DeliveryError):
     """The gateway refused a whole batch with a non-retryable status; its events are not resent."""
 
     def __init__(self, batch_id: str, status: int, code: str, message: str, count: int) -> None:
+        code = code or f"http_{status}"
         super().__init__(f"batch {batch_id} ({count} events) rejected: HTTP {status} {code}: {message}")
         self.batch_id = batch_id
         self.status = status
@@ -80,11 +92,18 @@ class EventRejectedError(DeliveryError):
 
 
 class TransportError(DeliveryError):
-    """A connection error or timeout: the batch is retried."""
+    """A connection error, timeout or retryable status: the batch is retried.
+
+    `refused` is True when no connection could be opened (refused, unreachable): the gateway did no work.
+    """
+
+    def __init__(self, message: str, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class RetryableStatusError(TransportError):
-    """A retryable HTTP status (429, 5xx or unexpected); `retry_after` is the server's delay in seconds."""
+    """A retryable HTTP status (408, 429, 500, 502, 503, 504); `retry_after` is the server's delay in seconds."""
 
     def __init__(self, status: int, retry_after: float | None, message: str = "") -> None:
         super().__init__(f"HTTP {status}" + (f": {message}" if message else ""))

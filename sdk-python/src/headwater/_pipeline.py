@@ -1,10 +1,11 @@
-"""One process's delivery machinery: queue -> batcher thread -> store (spool) -> sender thread -> transport.
+"""One process's delivery machinery: queue -> batcher thread -> store (spool) -> sender threads -> transport.
 
-Two daemon threads: the batcher drains the queue into sealed batches (waking on an event, never polling)
-and stores them, so events reach the disk spool even while the sender is stuck retrying; the sender takes
-the oldest pending batch and delivers it. A `Pipeline` belongs to one process: after a fork the client
-builds a new one (memory-only, fresh producer id) and abandons the parent's, whose threads do not exist
-in the child.
+The batcher thread drains the queue one batch at a time (waking on an event, never polling): it waits for room
+in the store before each batch (`backpressure`), seals a batch when it is full or `linger_s` after its oldest
+event was accepted, and stores it, so events reach the disk spool even while the senders are stuck retrying.
+`max_in_flight` sender threads each take the oldest pending batch and deliver it. With durability `sync`,
+`track()` itself appends the event to the spool's journal. A `Pipeline` belongs to one process: after a fork
+the client builds a new one (memory-only, fresh producer id) and abandons the parent's.
 """
 
 from __future__ import annotations
@@ -16,97 +17,129 @@ import time
 from typing import Callable
 
 from ._assembler import Assembler
+from ._batcher import BODY_OVERHEAD
 from ._config import ClientConfig
-from ._event import PendingEvent
-from ._exceptions import ClientClosedError, EventsDroppedError, HeadwaterError
+from ._event import EnvelopeEncoder
+from ._exceptions import ClientClosedError, EventsDroppedError, InvalidEventError
 from ._metrics import Counters, Metrics
 from ._queue import EventQueue
 from ._registry import SchemaCache
-from ._retry import RetryPolicy
+from ._report import Reporter, enable_debug
+from ._retry import Probe, RetryPolicy
 from ._sender import Action, Sender
-from ._spool import DiskSpool
+from ._spool import RESERVE_AHEAD, DiskSpool
 from ._store import MemoryStore, OrderedStore
 from ._transport import Transport, Urllib3Transport
 
 log = logging.getLogger("headwater")
+NOT_A_LOSS = ("disabled",)  # drop reasons that do not make close() return False
 
 
 class Pipeline:
-    """Queue, assembler, store, sender and their two threads, for one process."""
+    """Queue, assembler, store, senders and their threads, for one process."""
 
     def __init__(self, cfg: ClientConfig, use_spool: bool) -> None:
+        if cfg.debug:
+            enable_debug()
         self.cfg = cfg
         self.pid = os.getpid()
         self.counters = Counters()
+        self.report = Reporter(cfg.on_error)
         self.abort = threading.Event()
         self.stopping = threading.Event()
-        self.queue = EventQueue(cfg.max_queue_events, cfg.queue_policy, cfg.block_timeout_s, cfg.max_batch_events)
         self.store: OrderedStore
-        if use_spool and cfg.spool_dir is not None:
+        if use_spool and cfg.spool_dir is not None and not cfg.disabled:
             self.store = DiskSpool(cfg.spool_dir, cfg.spool_max_bytes, cfg.spool_overflow,
                                    cfg.spool_fsync == "always", self._store_dropped)
         else:
             self.store = MemoryStore(cfg.max_pending_batches, cfg.spool_overflow, self._store_dropped)
         self.durable = isinstance(self.store, DiskSpool)
+        self.sync = self.durable and cfg.durability == "sync"
         self.recovered = self.store.stats()[1]
+        self.encoder = EnvelopeEncoder(self.store.producer_id, cfg.node_id, cfg.context)
+        self.max_event_bytes = min(cfg.max_event_bytes, cfg.max_batch_bytes - BODY_OVERHEAD - 1)
+        self.queue = EventQueue(cfg.max_queue_events, cfg.queue_policy, cfg.block_timeout_s, cfg.max_batch_events,
+                                first_seq=self.store.next_seq, reserve=self.store.reserve)
+        journal = self._journal_append if self.sync else None
+        self.assembler = Assembler(cfg, self.store, journal)
         self.transport: Transport = cfg.transport if cfg.transport is not None else \
-            Urllib3Transport(cfg.connection_max_age_s)
+            Urllib3Transport(cfg.connection_max_age_s, maxsize=cfg.max_in_flight, proxy=cfg.proxy)
         schemas = None
         if cfg.wire_format == "avro" and cfg.registry_url is not None:
             schemas = SchemaCache(cfg.registry_url, self.transport, cfg.schema_refresh_s, cfg.request_timeout_s)
-        policy = RetryPolicy(cfg.retry_base_s, cfg.retry_max_s, cfg.retry_deadline_s, self.abort,
-                             lambda exc: self.counters.add("retries"))
+        probe = Probe(self.report.callback, self.abort)
+        policy = RetryPolicy(cfg.retry_base_s, cfg.retry_max_s, cfg.retry_refused_max_s, cfg.retry_deadline_s,
+                             abort=self.abort, probe=probe, on_retry=lambda exc: self.counters.add("retries"))
         self.sender = Sender(cfg, self.transport, schemas, counters=self.counters, policy=policy, report=self.report)
-        self.assembler = Assembler(cfg, self.store, self._assembler_dropped)
-        self._threads = [threading.Thread(target=self._guard(self._batch_loop), name="headwater-batcher", daemon=True),
-                         threading.Thread(target=self._guard(self._send_loop), name="headwater-sender", daemon=True)]
+        self._threads: list[threading.Thread] = []
+        if not cfg.disabled:
+            self._threads.append(threading.Thread(target=self._guard(self._batch_loop), name="headwater-batcher",
+                                                  daemon=True))
+            self._threads += [threading.Thread(target=self._guard(self._send_loop), name=f"headwater-sender-{i}",
+                                               daemon=True) for i in range(cfg.max_in_flight)]
         for t in self._threads:
             t.start()
 
     # --- reporting -----------------------------------------------------------------------------------------
-    def report(self, error: HeadwaterError) -> None:
-        """Pass `error` to the `on_error` callback (or log it); a failing callback is logged, never raised."""
-        callback: Callable[..., None] | None = self.cfg.on_error
-        if callback is None:
-            log.warning("headwater: %s", error)
-            return
-        try:
-            callback(error)
-        except Exception:
-            log.exception("headwater: on_error callback failed")
-
     def drop_unqueued(self, reason: str, n: int = 1) -> None:
-        """Count events refused before they entered the queue."""
+        """Count events refused before they entered the queue (no seq was handed out)."""
         with self.counters.lock:
             self.counters.dropped[reason] = self.counters.dropped.get(reason, 0) + n
-        self.report(ClientClosedError(n) if reason == "client_closed" else EventsDroppedError(reason, n))
-
-    def _assembler_dropped(self, drops: dict[str, int]) -> None:
-        self.counters.settle(dropped=drops)
-        for reason, n in drops.items():
-            self.report(EventsDroppedError(reason, n))
+        if reason not in NOT_A_LOSS:
+            self.report(ClientClosedError(n) if reason == "client_closed" else EventsDroppedError(reason, n))
 
     def _store_dropped(self, reason: str, n: int, detail: str) -> None:
         self.counters.settle(dropped={reason: n})
         self.report(EventsDroppedError(reason, n, detail))
 
+    def _journal_append(self, batch_id: str, seq: int, data: bytes) -> None:
+        assert isinstance(self.store, DiskSpool)
+        try:
+            self.store.journal.append(batch_id, seq, data)
+        except OSError as exc:  # the event stays in memory and is sealed with its batch as usual
+            log.warning("headwater spool: cannot append to the journal (%s); event %d kept in memory", exc, seq)
+
     # --- producer side -------------------------------------------------------------------------------------
-    def put(self, event: PendingEvent) -> None:
-        """Queue one event under the full-queue policy; never raises for a full queue."""
-        accepted, evicted = self.queue.put(event)
-        if not accepted and self.queue.policy == "spill":
+    def put(self, head: bytes, tail: bytes) -> int | None:
+        """Accept one encoded event under the policies; its seq, or None if it was dropped (counted)."""
+        if len(head) + len(tail) + 20 > self.max_event_bytes:
+            raise InvalidEventError(f"event is {len(head) + len(tail)} bytes encoded, over max_event_bytes "
+                                    f"({self.max_event_bytes})", "event_too_large")
+        if self.cfg.disabled:
+            self.drop_unqueued("disabled")
+            return None
+        if self.sync:
+            return self._put_sync(head, tail)
+        seq, evicted = self.queue.put(head, tail)
+        if seq is None and self.queue.policy == "spill" and not self.queue.closed:
             self.spill()
-            accepted, evicted = self.queue.put(event)
-        if accepted:
-            if evicted is not None:
-                self.counters.settle(dropped={"queue_full_oldest": 1})
-                self.report(EventsDroppedError("queue_full_oldest", 1))
-        else:
-            self.drop_unqueued("queue_full_timeout" if self.queue.policy == "block" else "queue_full")
+            seq, evicted = self.queue.put(head, tail)
+        if evicted is not None:
+            self.counters.settle(dropped={"queue_full_oldest": 1})
+            self.report(EventsDroppedError("queue_full_oldest", 1, f"seq {evicted.seq}"))
+        if seq is None:
+            reason = "client_closed" if self.queue.closed else \
+                "queue_full_timeout" if self.queue.policy == "block" else "queue_full"
+            self.drop_unqueued(reason)
+        return seq
+
+    def _put_sync(self, head: bytes, tail: bytes) -> int | None:
+        """Durability `sync`: the event is in the spool's journal when this returns its seq."""
+        if self.queue.closed:
+            self.drop_unqueued("client_closed")
+            return None
+        if not self.store.has_room():  # backpressure on the caller: refuse rather than exceed the bound
+            self.drop_unqueued("spool_full")
+            return None
+        seq = self.assembler.add_sync(head, tail, self.queue.next_seq_for_sync)
+        if self.assembler.open_count() == 1:
+            self.queue.wake.set()  # the batcher times the linger of the new open batch
+        return seq
 
     def spill(self) -> None:
         """Move the whole queue into sealed batches in the spool, on the caller's thread (disk I/O)."""
-        self.assembler.add(self.queue.take())
+        events, since = self.queue.take()
+        self.assembler.add(events, since)
         self.assembler.seal_open()
 
     def flush(self, timeout: float | None) -> bool:
@@ -121,6 +154,13 @@ class Pipeline:
                     return False
                 self.counters.settled_cond.wait(remaining)
         return True
+
+    def all_acknowledged(self) -> bool:
+        """True if every event accepted so far was acknowledged and nothing was ever dropped or rejected."""
+        with self.counters.lock:
+            lost = sum(n for reason, n in self.counters.dropped.items() if reason not in NOT_A_LOSS)
+            return (lost == 0 and self.counters.rejected == 0
+                    and self.counters.acknowledged == self.queue.accepted + self.recovered)
 
     def metrics(self) -> Metrics:
         """A snapshot of the counters."""
@@ -137,24 +177,47 @@ class Pipeline:
         return run
 
     def _batch_loop(self) -> None:
+        """Seal a batch when 40 events are queued, or `linger_s` after the oldest unsealed event was accepted.
+
+        Events are left in the queue until one of the two happens (the batcher wakes twice per batch, not
+        once per event), then taken one batch at a time, each only when the store has room for it.
+        """
         q, asm, linger = self.queue, self.assembler, self.cfg.linger_s
         while True:
-            opened = asm.open_since
-            timeout = None if opened is None else max(0.0, opened + linger - time.monotonic())
+            oldest = asm.open_since if asm.open_since is not None else q.oldest_at
+            timeout = None if oldest is None else max(0.0, oldest + linger - time.monotonic())
+            if len(q) >= self.cfg.max_batch_events:
+                timeout = 0.5 if timeout is None else min(timeout, 0.5)  # waiting for room in the store
             q.wake.wait(timeout)
             q.wake.clear()
-            while not self.store.wait_for_room(1.0):  # store full: leave events queued (queue_policy applies)
-                if self.stopping.is_set():
-                    break
-            flush = q.flush_requested or self.stopping.is_set()
+            q.renew(RESERVE_AHEAD // 2)
+            stopping = self.stopping.is_set()
+            flush = q.flush_requested or stopping
             q.flush_requested = False
-            asm.add(q.take())
-            opened = asm.open_since
-            if flush or (opened is not None and time.monotonic() >= opened + linger):
-                asm.seal_open()
-            if self.stopping.is_set() and len(q) == 0:
+            oldest = asm.open_since if asm.open_since is not None else q.oldest_at
+            due = flush or (oldest is not None and time.monotonic() >= oldest + linger)
+            ready = len(q) >= self.cfg.max_batch_events or (due and len(q) > 0)
+            if ready and not stopping and asm.open_count() == 0:
+                self.store.wait_for_room(0.5)  # backpressure: wait (woken by an ack) before taking a batch
+            with self.store.group():  # a burst of batch files shares one directory fsync
+                self._take_batches(due, stopping)
+                if due:
+                    asm.seal_open()
+            if stopping and len(q) == 0:
                 asm.seal_open()
                 return
+
+    def _take_batches(self, due: bool, stopping: bool) -> None:
+        """Move queued events into batches: full batches only, or everything once the linger is `due`."""
+        q, asm, store, size = self.queue, self.assembler, self.store, self.cfg.max_batch_events
+        while len(q):
+            if not due and len(q) + asm.open_count() < size:
+                return  # not a full batch yet: wait for more events or for the linger
+            if asm.open_count() == 0 and not stopping and not store.has_room():
+                return  # backpressure: the events stay queued, and queue_policy applies to new ones
+            events, since = q.take(size - asm.open_count())
+            asm.add(events, since)
+            stopping = stopping or self.stopping.is_set()
 
     def _send_loop(self) -> None:
         store, sender = self.store, self.sender
@@ -162,33 +225,35 @@ class Pipeline:
             batch = store.next_ready(1.0)
             if batch is None:
                 continue
-            action = sender.deliver(batch, keep_on_failure=self.durable)
+            action, parts = sender.deliver(batch, keep_on_failure=self.durable)
             if action is Action.ACK:
                 store.ack(batch)
             elif action is Action.SPLIT:
-                store.replace(batch, sender.parts)
+                store.replace(batch, parts)
             else:
                 store.release(batch)
-                self.abort.wait(self.cfg.retry_max_s)  # the gateway is away: pause before the next round
 
     # --- shutdown ------------------------------------------------------------------------------------------
     def shutdown(self, timeout: float) -> bool:
-        """Flush for up to `timeout` seconds, then stop both threads; True if everything was delivered."""
+        """Flush for up to `timeout` seconds, then stop every thread; True if every event was acknowledged."""
         deadline = time.monotonic() + timeout
+        next_seq = self.queue.close()
         delivered = self.flush(timeout)
         self.stopping.set()
-        self.store.wake()
         self.queue.wake.set()
-        self._threads[0].join(max(0.1, deadline - time.monotonic()))
+        if self._threads:
+            self._threads[0].join(max(0.1, deadline - time.monotonic()))
         self.abort.set()
         self.store.wake()
-        self._threads[1].join(max(0.1, deadline - time.monotonic()) + 1.0)  # a request in flight may outlive close
+        for t in self._threads[1:]:  # a request in flight may outlive close
+            t.join(max(0.1, deadline - time.monotonic()) + 1.0)
         leftover = len(self.queue) + self.assembler.open_count()
         if not self.durable:
             leftover += self.store.stats()[1]
         if leftover:
             self.counters.settle(dropped={"closed_unsent": leftover})
             self.report(EventsDroppedError("closed_unsent", leftover, "client closed before delivery"))
-        self.store.close()
+        self.store.close(next_seq)
         self.transport.close()
-        return delivered
+        self.report.close()
+        return delivered and self.all_acknowledged()

@@ -7,8 +7,6 @@ import threading
 import time
 from typing import Any, NamedTuple
 
-import fastavro
-
 from ._exceptions import TransportError
 from ._transport import Request, Transport
 
@@ -67,6 +65,8 @@ class SchemaCache:
         if resp.status != 200:
             raise TransportError(f"registry answered HTTP {resp.status} for {event_type}")
         try:
+            import fastavro  # noqa: PLC0415 - the `avro` extra, imported only on this path
+
             doc = json.loads(resp.body)
             parsed = fastavro.parse_schema(json.loads(doc["schema"]), _write_hint=False)
             return WriterSchema(int(doc["id"]), int(doc.get("version", 0)), parsed)

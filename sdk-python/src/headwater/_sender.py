@@ -14,8 +14,9 @@ from ._batcher import Batch
 from ._config import ClientConfig
 from ._exceptions import (
     BatchRejectedError,
+    DeliveryError,
     EventRejectedError,
-    HeadwaterError,
+    EventsDroppedError,
     RetryableStatusError,
     TransportError,
 )
@@ -25,19 +26,7 @@ from ._registry import SchemaCache
 from ._retry import Aborted, Outcome, RetryPolicy, classify
 from ._transport import Request, Response, Transport
 from ._version import SDK_NAME, __version__
-from ._wire import (
-    AVRO_TYPE,
-    JSON_TYPE,
-    Rejection,
-    avro_body,
-    avro_event,
-    avro_record,
-    compress,
-    json_body,
-    parse_answer,
-    parse_error,
-    parse_retry_after,
-)
+from ._wire import JSON_TYPE, Rejection, compress, json_body, parse_answer, parse_error, parse_retry_after
 
 log = logging.getLogger("headwater")
 _NOTHING_TO_SEND = Response(200, {}, b'{"accepted":0,"rejected":[]}')
@@ -88,7 +77,7 @@ class Sender:
     """Sends batches to `{endpoint}/v1/batch` and reports what happened through counters and callbacks."""
 
     def __init__(self, cfg: ClientConfig, transport: Transport, schemas: SchemaCache | None, *,
-                 counters: Counters, policy: RetryPolicy, report: Callable[[HeadwaterError], None]) -> None:
+                 counters: Counters, policy: RetryPolicy, report: Callable[[DeliveryError], None]) -> None:
         self._cfg = cfg
         self._transport = transport
         self._schemas = schemas
@@ -97,11 +86,14 @@ class Sender:
         self._report = report
         self._url = cfg.endpoint.rstrip("/") + "/v1/batch"
         self._auth = "Bearer " + cfg.write_key
-        self.parts: tuple[Batch, ...] = ()
         self._first_sent: dict[str, int] = {}  # batch_id -> sent_at of its first send (kept while it is released)
 
-    def deliver(self, batch: Batch, keep_on_failure: bool) -> Action:
-        """Send `batch` until answered; `keep_on_failure` (a spool) keeps it after the deadline."""
+    def deliver(self, batch: Batch, keep_on_failure: bool) -> tuple[Action, tuple[Batch, ...]]:
+        """Send `batch` until answered; `keep_on_failure` (a spool) keeps it after the deadline.
+
+        Returns the action for the store, and the halves for `Action.SPLIT`. Thread-safe: several senders
+        call it at once.
+        """
         self._counters.add("sent", len(batch.events))
         self._counters.add("batches_sent")
         sent_at = self._first_sent.setdefault(batch.batch_id, time.time_ns() // 1_000_000)
@@ -115,15 +107,18 @@ class Sender:
         try:
             resp = self._policy.call(attempt)
         except Aborted:
-            return Action.RELEASE
+            return Action.RELEASE, ()
         except TransportError as exc:
-            self._report(exc)
             if keep_on_failure:
-                return Action.RELEASE
+                return Action.RELEASE, ()
+            self._report(EventsDroppedError("retry_deadline", len(batch.events),
+                                            f"batch {batch.batch_id} not delivered within retry_deadline_s: {exc}"))
             self._counters.settle(dropped={"retry_deadline": len(batch.events)})
             self._first_sent.pop(batch.batch_id, None)
-            return Action.ACK
+            return Action.ACK, ()
         self._first_sent.pop(batch.batch_id, None)
+        if self._cfg.debug:
+            log.debug("headwater: batch %s (%d events): HTTP %d", batch.batch_id, len(batch.events), resp.status)
         return self._answered(batch, encoded[0], resp)
 
     def _post(self, enc: Encoded) -> Response:
@@ -139,22 +134,17 @@ class Sender:
             raise RetryableStatusError(resp.status, retry_after, f"{code} {message}".strip())
         return resp
 
-    def _answered(self, batch: Batch, enc: Encoded, resp: Response) -> Action:
+    def _answered(self, batch: Batch, enc: Encoded, resp: Response) -> tuple[Action, tuple[Batch, ...]]:
         outcome = classify(resp.status)
         n = len(batch.events)
-        if outcome is Outcome.SPLIT:
+        if outcome is Outcome.SPLIT and n > 1:
+            return Action.SPLIT, split(batch)
+        if outcome is not Outcome.DONE:  # a refusal, or a single event answered 413
             code, message = parse_error(resp.body)
-            if n > 1:
-                self.parts = split(batch)
-                return Action.SPLIT
+            code = code or ("event_too_large" if outcome is Outcome.SPLIT else f"http_{resp.status}")
             self._report(BatchRejectedError(batch.batch_id, resp.status, code, message, n))
-            self._counters.settle(dropped={"too_large": n})
-            return Action.ACK
-        if outcome is Outcome.REFUSED:
-            code, message = parse_error(resp.body)
-            self._report(BatchRejectedError(batch.batch_id, resp.status, code, message, n))
-            self._counters.settle(dropped={f"refused_http_{resp.status}": n})
-            return Action.ACK
+            self._counters.settle(dropped={code: n})
+            return Action.ACK, ()
         answer = parse_answer(resp.body)
         rejected = list(enc.local_rejects)
         for r in answer.rejected:
@@ -172,7 +162,7 @@ class Sender:
                 callback(report)
             except Exception:  # a callback's bug must not stop delivery
                 log.exception("headwater: on_delivery callback failed")
-        return Action.ACK
+        return Action.ACK, ()
 
     def _rejection(self, batch: Batch, index: int, r: Rejection) -> EventRejectedError:
         env = json.loads(batch.events[index])
@@ -184,6 +174,8 @@ class Sender:
     def _encode(self, batch: Batch, sent_at: int) -> Encoded:
         if self._schemas is None:
             return Encoded(json_body(batch, sent_at), JSON_TYPE, tuple(range(len(batch.events))), ())
+        from ._avro import AVRO_TYPE, avro_body, avro_event, avro_record  # noqa: PLC0415 - the `avro` extra
+
         framed: list[bytes] = []
         index: list[int] = []
         rejects: list[EventRejectedError] = []

@@ -108,8 +108,11 @@ def decode_state(data: bytes) -> tuple[str, int]:
     return producer_id, next_seq
 
 
-def write_atomic(path: str, data: bytes, fsync: bool) -> None:
-    """Write `path` via a temporary file and a rename; with `fsync`, file and directory reach the disk first."""
+def write_atomic(path: str, data: bytes, fsync: bool, sync_dir: bool = True) -> None:
+    """Write `path` via a temporary file and a rename; with `fsync`, file and directory reach the disk first.
+
+    `sync_dir=False` leaves the directory's fsync to the caller (one for a group of files).
+    """
     tmp = f"{path}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -121,7 +124,7 @@ def write_atomic(path: str, data: bytes, fsync: bool) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    if fsync:
+    if fsync and sync_dir:
         fsync_dir(os.path.dirname(path))
 
 

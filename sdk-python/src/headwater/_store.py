@@ -1,17 +1,21 @@
 """Pending batches between sealing and acknowledgement: the storage protocol and its ordered in-memory base.
 
 Modelled on the OpenTelemetry Collector's persistent queue: batches are appended in seq order, handed to the
-sender one at a time (in flight until acked), acked (deleted) after a 200 or a permanent rejection, released
-back to the front after a retry deadline, or replaced by their halves after a 413. `MemoryStore` keeps
-batches in memory (lost with the process); `DiskSpool` (in `_spool`) keeps them in files.
+senders oldest first (up to `max_in_flight` at once, each in flight until acked), acked (deleted) after a 200
+or a permanent rejection, released back in place after a retry deadline, or replaced by their halves after a
+413. `MemoryStore` keeps batches in memory (lost with the process); `DiskSpool` (in `_spool`) keeps them in
+files. Bounds: under `backpressure` the batcher waits for room before it seals a batch, so a bound is
+exceeded by at most the one batch being sealed and nothing is ever dropped here; under `drop_oldest` the
+oldest batch not in flight is deleted (counted) to make room.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Callable, Protocol
 
 from ._batcher import Batch
@@ -26,6 +30,9 @@ class Store(Protocol):
     producer_id: str
     next_seq: int
 
+    def reserve(self, next_seq: int) -> int:
+        """Persist that seqs below the returned limit (> `next_seq`) may be in use; never returns less."""
+
     def wait_for_room(self, timeout: float | None) -> bool:
         """Wait until another batch fits; False on timeout."""
 
@@ -34,6 +41,12 @@ class Store(Protocol):
 
     def next_ready(self, timeout: float) -> Batch | None:
         """The oldest batch not in flight, now in flight; None if none came within `timeout` seconds."""
+
+    def has_room(self) -> bool:
+        """True if another batch fits now (or `drop_oldest` can make room)."""
+
+    def group(self) -> contextlib.AbstractContextManager[None]:
+        """Appends inside this block may share one sync of the spool directory (done when it ends)."""
 
     def ack(self, batch: Batch) -> None:
         """Forget `batch`: delivered or permanently rejected."""
@@ -47,8 +60,8 @@ class Store(Protocol):
     def stats(self) -> tuple[int, int, int]:
         """(pending batches, pending events, bytes held)."""
 
-    def close(self) -> None:
-        """Release resources (files, locks); pending batches stay on disk for a spool."""
+    def close(self, next_seq: int | None = None) -> None:
+        """Release resources (files, locks); pending batches stay on disk for a spool, with `next_seq`."""
 
 
 @dataclasses.dataclass
@@ -62,6 +75,7 @@ class Entry:
     nbytes: int
     batch: Batch | None = None
     path: str | None = None
+    in_flight: bool = False
 
 
 class OrderedStore:
@@ -75,13 +89,12 @@ class OrderedStore:
         self._overflow = overflow
         self._report = report
         self._entries: deque[Entry] = deque()
-        self._in_flight: Entry | None = None
+        self._in_flight: dict[str, Entry] = {}  # batch_id -> entry being sent
         self._bytes = 0
         self._events = 0
         self._cond = threading.Condition(threading.Lock())
         self._stopped = False
         self._reports: list[tuple[str, int, str]] = []  # drops to report once the lock is released
-        self._typical = 0  # size of the last batch appended: what the next one needs, roughly
 
     # Hooks for subclasses (called with the lock held).
     def _persist(self, batch: Batch) -> Entry:
@@ -90,43 +103,56 @@ class OrderedStore:
     def _load(self, entry: Entry) -> Batch | None:
         return entry.batch
 
-    def _remove(self, entry: Entry, newest: bool) -> None:
-        """Delete what holds `entry`; `newest` is True when no other pending entry has a later seq."""
+    def _remove(self, entry: Entry) -> None:
+        """Delete what holds `entry`."""
+
+    def reserve(self, next_seq: int) -> int:
+        """In memory nothing outlives the process: every seq is free to use."""
+        return 1 << 62
+
+    @contextlib.contextmanager
+    def group(self) -> Iterator[None]:
+        """Nothing to group in memory."""
+        yield
+
+    def has_room(self) -> bool:
+        """True if another batch fits now (or `drop_oldest` can make room)."""
+        with self._cond:
+            return self._overflow == "drop_oldest" or not self._full()
 
     def wait_for_room(self, timeout: float | None) -> bool:
         """Backpressure: wait until a batch fits (or `drop_oldest` can make room); False on timeout/stop."""
         with self._cond:
             if self._overflow == "drop_oldest":
                 return True
-            room = self._cond.wait_for(lambda: not self._full(self._typical) or self._stopped, timeout)
+            room = self._cond.wait_for(lambda: not self._full() or self._stopped, timeout)
             return room and not self._stopped
 
     def append(self, batch: Batch) -> bool:
-        """Keep `batch`; if a bound is reached, drop the oldest idle batch (`drop_oldest`) or refuse it."""
-        stored = False
-        with self._cond:
-            size = batch.nbytes
-            self._typical = size
-            while self._full(size):
-                victim = self._oldest_idle() if self._overflow == "drop_oldest" else None
-                if victim is None:
-                    self._reports.append(("store_full", len(batch.events), f"batch {batch.batch_id} not kept"))
-                    break
-                self._drop(victim, "store_full_oldest")
-            else:
-                self._add(self._persist(batch))
-                self._cond.notify_all()
-                stored = True
-        self._send_reports()
-        return stored
+        """Keep `batch`; under `drop_oldest` first delete the oldest idle batches until it fits.
 
-    def _full(self, size: int) -> bool:
+        Never refuses: under `backpressure` the caller waited for room first (`wait_for_room`), so a bound is
+        exceeded by at most this batch.
+        """
+        with self._cond:
+            if self._overflow == "drop_oldest":
+                while self._full(batch.nbytes):
+                    victim = self._oldest_idle()
+                    if victim is None:
+                        break
+                    self._drop(victim, "store_full_oldest")
+            self._add(self._persist(batch))
+            self._cond.notify_all()
+        self._send_reports()
+        return True
+
+    def _full(self, size: int = 0) -> bool:
         return bool(self._entries) and (len(self._entries) >= self._max_batches
                                         or self._bytes + size > self._max_bytes)
 
     def _oldest_idle(self) -> Entry | None:
         for entry in self._entries:
-            if entry is not self._in_flight:
+            if not entry.in_flight:
                 return entry
         return None
 
@@ -139,13 +165,13 @@ class OrderedStore:
         self._events += entry.count
 
     def _discard(self, entry: Entry) -> None:
-        newest = bool(self._entries) and self._entries[-1] is entry
         self._entries.remove(entry)
         self._bytes -= entry.nbytes
         self._events -= entry.count
-        if self._in_flight is entry:
-            self._in_flight = None
-        self._remove(entry, newest)
+        if entry.in_flight:
+            entry.in_flight = False
+            self._in_flight.pop(entry.batch_id, None)
+        self._remove(entry)
 
     def _drop(self, entry: Entry, reason: str) -> None:
         self._discard(entry)
@@ -159,46 +185,49 @@ class OrderedStore:
             self._report(reason, count, detail)
 
     def next_ready(self, timeout: float) -> Batch | None:
-        """The oldest pending batch, marked in flight; entries that cannot be loaded are dropped."""
+        """The oldest pending batch not in flight, now in flight; entries that cannot be loaded are dropped."""
         found = None
         with self._cond:
-            if not self._entries or self._in_flight is not None:
+            entry = self._oldest_idle()
+            if entry is None and not self._stopped:
                 self._cond.wait(timeout)
-            while self._entries and self._in_flight is None:
-                entry = self._entries[0]
+                entry = self._oldest_idle()
+            while entry is not None:
                 found = self._load(entry)
                 if found is not None:  # else _load quarantined and dropped it
-                    self._in_flight = entry
+                    entry.in_flight = True
+                    self._in_flight[entry.batch_id] = entry
                     break
+                entry = self._oldest_idle()
         self._send_reports()
         return found
-
-    def _find(self, batch: Batch) -> Entry | None:
-        entry = self._in_flight
-        return entry if entry is not None and entry.batch_id == batch.batch_id else None
 
     def ack(self, batch: Batch) -> None:
         """Forget the in-flight `batch`."""
         with self._cond:
-            entry = self._find(batch)
+            entry = self._in_flight.get(batch.batch_id)
             if entry is not None:
                 self._discard(entry)
             self._cond.notify_all()
 
     def release(self, batch: Batch) -> None:
-        """Give the in-flight `batch` back: it stays first in line."""
+        """Give the in-flight `batch` back: it keeps its place in line."""
         with self._cond:
-            if self._find(batch) is not None:
-                self._in_flight = None
+            entry = self._in_flight.pop(batch.batch_id, None)
+            if entry is not None:
+                entry.in_flight = False
             self._cond.notify_all()
 
     def replace(self, batch: Batch, parts: Sequence[Batch]) -> None:
-        """Put `parts` first in line (persisted first), then forget the in-flight `batch`."""
+        """Put `parts` where `batch` was (persisted first), then forget the in-flight `batch`."""
         with self._cond:
-            entry = self._find(batch)
+            entry = self._in_flight.get(batch.batch_id)
             new = [self._persist(p) for p in parts]
+            at = self._entries.index(entry) if entry is not None else 0
             for part in reversed(new):
-                self._add(part, front=True)
+                self._entries.insert(at, part)
+                self._bytes += part.nbytes
+                self._events += part.count
             if entry is not None:
                 self._discard(entry)
             self._cond.notify_all()
@@ -214,7 +243,7 @@ class OrderedStore:
             self._stopped = True
             self._cond.notify_all()
 
-    def close(self) -> None:
+    def close(self, next_seq: int | None = None) -> None:
         """Nothing to release in memory."""
 
 

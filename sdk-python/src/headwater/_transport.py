@@ -4,6 +4,9 @@ urllib3 is the HTTP client: it is what `requests` is built on (so nearly every P
 it), it has no other dependencies, it is thread-safe, and its connection pool keeps HTTP/1.1 connections
 alive and reconnects transparently when the gateway answers `Connection: close`. The transport also
 replaces its pool after `connection_max_age_s` (with +-10 % jitter) so a load balancer can rebalance.
+
+Proxies: the `proxy` option (an `http://` proxy URL) is used for every request; without it, `HTTPS_PROXY`,
+`HTTP_PROXY` and `NO_PROXY` (as curl and requests read them) decide per host.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import dataclasses
 import random
 import threading
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 import urllib3
 
@@ -50,41 +55,68 @@ class Transport(Protocol):
 
 
 class Urllib3Transport:
-    """HTTP/1.1 keep-alive through a urllib3 PoolManager, recycled after an age with jitter."""
+    """HTTP/1.1 keep-alive through urllib3 (direct, or through a proxy), recycled after an age with jitter.
 
-    def __init__(self, max_age_s: float = 300.0, maxsize: int = 2) -> None:
+    `maxsize` connections per host are kept (one per concurrent sender); `proxy` forces a proxy, else
+    `trust_env` reads `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` from the environment.
+    """
+
+    def __init__(self, max_age_s: float = 300.0, maxsize: int = 4, proxy: str | None = None,
+                 trust_env: bool = True) -> None:
         self._max_age_s = max_age_s
         self._maxsize = maxsize
+        self._proxy = proxy
+        self._env_proxies = urllib.request.getproxies_environment() if trust_env and proxy is None else {}
         self._lock = threading.Lock()
-        self._pool = self._new_pool()
+        self._pools: dict[str | None, urllib3.PoolManager] = {}
+        self._expires = 0.0
 
-    def _new_pool(self) -> urllib3.PoolManager:
-        self._expires = time.monotonic() + self._max_age_s * random.uniform(0.9, 1.1)
-        return urllib3.PoolManager(num_pools=4, maxsize=self._maxsize, block=False, retries=False)
+    def proxy_for(self, url: str) -> str | None:
+        """The proxy URL requests to `url` go through, or None for a direct connection."""
+        if self._proxy is not None:
+            return self._proxy
+        parts = urllib.parse.urlsplit(url)
+        proxy = self._env_proxies.get(parts.scheme)
+        bypass: bool = urllib.request.proxy_bypass_environment(parts.netloc, self._env_proxies)  # type: ignore[attr-defined]
+        if proxy is None or bypass:
+            return None
+        return proxy
 
-    def _current_pool(self) -> urllib3.PoolManager:
+    def _pool(self, url: str) -> urllib3.PoolManager:
+        proxy = self.proxy_for(url)
         with self._lock:
-            if time.monotonic() >= self._expires:
-                old, self._pool = self._pool, self._new_pool()
-                old.clear()
-            return self._pool
+            now = time.monotonic()
+            if now >= self._expires:
+                old, self._pools = self._pools, {}
+                for pool in old.values():
+                    pool.clear()
+                self._expires = now + self._max_age_s * random.uniform(0.9, 1.1)
+            found = self._pools.get(proxy)
+            if found is None:
+                kwargs: dict[str, Any] = {"num_pools": 4, "maxsize": self._maxsize, "block": False, "retries": False}
+                found = urllib3.ProxyManager(proxy, **kwargs) if proxy else urllib3.PoolManager(**kwargs)
+                self._pools[proxy] = found
+            return found
 
     def send(self, request: Request, timeout: float) -> Response:
-        """Send `request`; urllib3 errors become `TransportError`."""
-        pool = self._current_pool()
+        """Send `request`; urllib3 errors become `TransportError` (`refused` when no connection was made)."""
+        pool = self._pool(request.url)
         try:
             resp = pool.request(request.method, request.url, body=request.body or None,
                                 headers=dict(request.headers), timeout=urllib3.Timeout(total=timeout),
                                 redirect=False, preload_content=True)
         except urllib3.exceptions.HTTPError as exc:
-            raise TransportError(f"{request.method} {request.url}: {exc}") from exc
+            refused = isinstance(exc, urllib3.exceptions.NewConnectionError)
+            raise TransportError(f"{request.method} {request.url}: {exc}", refused=refused) from exc
         headers = {k.lower(): v for k, v in resp.headers.items()}
         return Response(resp.status, headers, resp.data or b"")
 
     def close(self) -> None:
         """Close every pooled connection."""
         with self._lock:
-            self._pool.clear()
+            for pool in self._pools.values():
+                pool.clear()
+            self._pools = {}
 
 
 Handler = Callable[[Request], Response]

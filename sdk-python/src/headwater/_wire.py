@@ -1,34 +1,19 @@
-"""The wire format of protocol.md: JSON and Avro batch bodies, compression, and parsing the gateway's answers."""
+"""The wire format of protocol.md: JSON batch bodies, compression, and parsing the gateway's answers (Avro: `_avro`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import gzip
-import io
 import json
-import struct
 import threading
 from email.utils import parsedate_to_datetime
-from typing import Any
 
-import fastavro
 import zstandard
 
 from ._batcher import Batch
 from ._version import SDK_NAME, __version__
 
 JSON_TYPE = "application/json"
-AVRO_TYPE = "application/vnd.headwater.batch+avro"
-BATCH_SCHEMA = fastavro.parse_schema({
-    "type": "record", "name": "Batch", "namespace": "dev.headwater.wire",
-    "fields": [
-        {"name": "batch_id", "type": "string"},
-        {"name": "sent_at", "type": "long"},
-        {"name": "sdk_name", "type": "string"},
-        {"name": "sdk_version", "type": "string"},
-        {"name": "events", "type": {"type": "array", "items": "bytes"}},
-    ],
-})
 _SDK_JSON = json.dumps({"name": SDK_NAME, "version": __version__}, separators=(",", ":"))
 # A ZstdCompressor is not thread-safe (shared by the sender threads of several clients it produced corrupt
 # frames and crashed the interpreter): one per thread, reused across that thread's batches.
@@ -63,35 +48,6 @@ def json_body(batch: Batch, sent_at: int) -> bytes:
     """The JSON batch body (protocol.md section 2), joining the already-encoded event envelopes."""
     head = f'{{"batch_id":"{batch.batch_id}","sent_at":{sent_at},"sdk":{_SDK_JSON},"events":['
     return head.encode() + b",".join(batch.events) + b"]}"
-
-
-def avro_body(batch_id: str, sent_at: int, framed_events: list[bytes]) -> bytes:
-    """The Avro batch body (protocol.md section 3): batch.avsc's record, schemaless."""
-    out = io.BytesIO()
-    fastavro.schemaless_writer(out, BATCH_SCHEMA, {
-        "batch_id": batch_id, "sent_at": sent_at, "sdk_name": SDK_NAME, "sdk_version": __version__,
-        "events": framed_events,
-    })
-    return out.getvalue()
-
-
-def avro_event(record: dict[str, Any], schema_id: int, parsed_schema: Any) -> bytes:
-    """One event in Confluent framing: magic 0, 4-byte big-endian schema id, Avro binary body."""
-    out = io.BytesIO()
-    out.write(struct.pack(">bI", 0, schema_id))
-    fastavro.schemaless_writer(out, parsed_schema, record)
-    return out.getvalue()
-
-
-def avro_record(envelope: dict[str, Any], sent_at: int) -> dict[str, Any]:
-    """The Avro event record of a JSON envelope: the envelope fields in order, then `properties`."""
-    return {
-        "event_id": envelope["event_id"], "event_type": envelope["event_type"],
-        "producer_id": envelope["producer_id"], "seq": envelope["seq"], "node_id": envelope["node_id"],
-        "created_at": envelope["created_at"], "sent_at": sent_at, "received_at": None,
-        "sdk_name": SDK_NAME, "sdk_version": __version__, "context": envelope.get("context", {}),
-        "properties": envelope.get("properties", {}),
-    }
 
 
 def compress(body: bytes, encoding: str) -> bytes:

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs the Python SDK's unit tests on the oldest and newest Pythons it claims (3.9, 3.13), each in its own venv.
+# Venvs live in sdk-python/.venv-py<version>/ and are rebuilt only when this script or the SDK's pins change (a stamp).
+# Where pyenv or a version is absent the run is skipped, and says so; it never fails for a missing interpreter.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+VERSIONS=${HEADWATER_SDK_PYTHONS:-"3.9.18 3.13.0"}
+PYENV_ROOT=${PYENV_ROOT:-$HOME/.pyenv}
+# The SDK's runtime deps (and its `avro` extra) plus what its unit tests need, pinned per version: the newest
+# releases of urllib3, pytest, hypothesis and fastavro no longer install on 3.9.
+pins_for() {
+  case "$1" in
+    3.9.*) echo "urllib3==2.6.3 zstandard==0.25.0 fastavro==1.12.1 pytest==8.4.2 pytest-timeout==2.4.0" \
+                "hypothesis==6.141.1" ;;
+    *) echo "urllib3==2.8.0 zstandard==0.25.0 fastavro==1.13.1 pytest==9.2.0 pytest-timeout==2.4.0" \
+            "hypothesis==6.170.15" ;;
+  esac
+}
+stamp_of() { { cat "$0"; pins_for "$1"; } | sha256sum | cut -d' ' -f1; }
+status=0
+for version in $VERSIONS; do
+  py="$PYENV_ROOT/versions/$version/bin/python"
+  if [ ! -x "$py" ]; then
+    echo "sdk-python tests on Python $version: SKIPPED ($py not found; install it with pyenv to run them)"
+    continue
+  fi
+  venv="sdk-python/.venv-py$version"
+  stamp="$(stamp_of "$version")"
+  if [ ! -f "$venv/.stamp" ] || [ "$(cat "$venv/.stamp")" != "$stamp" ]; then
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+    # shellcheck disable=SC2046
+    "$venv/bin/pip" install -q --disable-pip-version-check $(pins_for "$version")
+    echo "$stamp" > "$venv/.stamp"
+  fi
+  echo "sdk-python unit tests on Python $version"
+  # --noconftest: the repository's conftest starts the stack (3.11 tooling); the SDK's unit tests need none of it.
+  # Only the modules marked `unit` as a whole: the others import the stack's tooling (Kafka client, aiohttp).
+  mapfile -t files < <(grep -l '^pytestmark = pytest.mark.unit' tests/sdk_python/test_*.py)
+  if ! PYTHONPATH=sdk-python/src:. "$venv/bin/python" -m pytest -q -m unit --noconftest -p no:cacheprovider \
+      "${files[@]}"; then
+    status=1
+  fi
+done
+exit $status

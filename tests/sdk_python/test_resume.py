@@ -1,0 +1,42 @@
+"""After an outage, producers resume within seconds of the gateway listening again (issue 14, item 15).
+
+The gateway sits behind a TCP proxy that is switched off (connections refused) and on again. With the
+default 30 s backoff cap, full jitter made producers wait up to 30 s after the gateway came back; after a
+refused connection the cap is now `retry_refused_max_s` (2 s), and only one sender probes meanwhile.
+"""
+
+from __future__ import annotations
+
+import time
+
+import headwater
+import pytest
+
+from .helpers import LocalGateway
+from .proxy import OutageProxy
+
+pytestmark = pytest.mark.integration
+
+
+def test_producers_resume_within_seconds_after_a_refused_outage() -> None:
+    with LocalGateway() as gw:
+        host, port = gw.url.removeprefix("http://").split(":")
+        proxy = OutageProxy(host, int(port))
+        proxy.up()
+        errors: list[Exception] = []
+        c = headwater.Client(proxy.url, "k", linger_s=0.01, on_error=errors.append)  # default 30 s cap
+        c.track("before", {})
+        assert c.flush(30)
+        proxy.down()
+        for i in range(200):
+            c.track("during", {"i": i})
+        time.sleep(8)  # long enough for the backoff to reach its cap several times over
+        proxy.up()
+        back = time.monotonic()
+        assert c.flush(60)
+        resumed_after = time.monotonic() - back
+        assert c.close(10)
+        proxy.down()
+    assert len([e for e in gw.events if e["event_type"] == "during"]) == 200
+    assert resumed_after < 2.0 + 5.0, resumed_after  # the 2 s cap plus generous slack for a loaded machine
+    assert [type(e) for e in errors] == [headwater.TransportError]  # the outage was reported once
