@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .patterns import Matcher, Mismatch
@@ -44,33 +45,47 @@ def request_views(run: Run) -> list[dict[str, Any]]:
     return views
 
 
-def check_expectations(expect: dict[str, Any], run: Run, matcher: Matcher, capabilities: frozenset[str]) -> None:
-    """Raise `Mismatch` at the first expectation or invariant the run breaks."""
+def check_expectations(expect: dict[str, Any], run: Run, matcher: Matcher,
+                       capabilities: frozenset[str]) -> list[str]:
+    """Every expectation and invariant the run breaks (empty: it passed); each part is checked on its own so
+    that one failure does not hide another."""
     views = request_views(run)
-    _invariants(views, run, capabilities)
+    problems: list[str] = []
+
+    def part(fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Mismatch as exc:
+            problems.append(str(exc))
+
+    part(lambda: _invariants(views, run, capabilities))
     if "requests" in expect:
-        patterns = expect["requests"]
-        at_least = expect.get("requests_at_least")
-        if at_least is None and len(views) != len(patterns):
-            raise Mismatch(f"expected {len(patterns)} request(s), the mock received {len(views)}: "
-                           + _summary(views))
-        if at_least is not None and len(views) < at_least:
-            raise Mismatch(f"expected at least {at_least} request(s), got {len(views)}: " + _summary(views))
-        for i, (pattern, view) in enumerate(zip(patterns, views, strict=False)):
-            matcher.check(pattern, view, f"request[{i}]")
-    for i, view in enumerate(views):
-        if "each_request" in expect:
-            matcher.check(expect["each_request"], view, f"request[{i}]")
+        part(lambda: _requests(expect, views, matcher))
+    if "each_request" in expect:
+        for i, view in enumerate(views):
+            part(lambda i=i, view=view: matcher.check(expect["each_request"], view, f"request[{i}]"))  # type: ignore[misc]
     if "registry_calls" in expect:
-        matcher.check(expect["registry_calls"], run.mock.registry_calls, "registry_calls")
+        part(lambda: matcher.check(expect["registry_calls"], run.mock.registry_calls, "registry_calls"))
     if "events" in expect:
-        _events(expect["events"], views)
+        part(lambda: _events(expect["events"], views))
     if "outcomes" in expect:
-        _outcomes(expect["outcomes"], run.outcomes, matcher)
+        part(lambda: _outcomes(expect["outcomes"], run.outcomes, matcher))
     if "stats" in expect:
         stats = dict(run.stats)
         stats["dropped_total"] = sum(int(v) for v in (stats.get("dropped") or {}).values())
-        matcher.check(expect["stats"], stats, "stats")
+        part(lambda: matcher.check(expect["stats"], stats, "stats"))
+    return problems
+
+
+def _requests(expect: dict[str, Any], views: list[dict[str, Any]], matcher: Matcher) -> None:
+    patterns = expect["requests"]
+    at_least = expect.get("requests_at_least")
+    if at_least is None and len(views) != len(patterns):
+        raise Mismatch(f"expected {len(patterns)} request(s), the mock received {len(views)}: " + _summary(views))
+    if at_least is not None and len(views) < at_least:
+        raise Mismatch(f"expected at least {at_least} request(s), got {len(views)}: " + _summary(views))
+    for i, (pattern, view) in enumerate(zip(patterns, views, strict=False)):
+        matcher.check(pattern, view, f"request[{i}]")
 
 
 def _summary(views: list[dict[str, Any]]) -> str:

@@ -3,6 +3,7 @@ connection resets, `Connection: close`, closing a connection after N requests) a
 
 from __future__ import annotations
 
+import email.utils
 import itertools
 import json
 import socket
@@ -36,7 +37,7 @@ class MockGateway:
         self.lock = threading.Lock()
         self.arrived = threading.Condition(self.lock)
         self._conns = itertools.count(1)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="mock-gateway", daemon=True)
 
@@ -87,6 +88,13 @@ class MockGateway:
             if time.monotonic() - last >= seconds:
                 return
             time.sleep(0.05)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-answer (a timeout under test) is expected: no traceback on stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return
 
 
 def default_answer(decoded: Any) -> tuple[int, dict[str, Any]]:
@@ -153,7 +161,7 @@ def _handler(mock: MockGateway) -> type[BaseHTTPRequestHandler]:
                     if req.get("decode_error") else (status, _per_event(req["decoded"], answer))
             else:
                 body = {"code": answer.get("code", f"http_{status}"), "message": "scripted answer"}
-            headers = dict(answer.get("headers", {}))
+            headers = {k: _header_value(v) for k, v in answer.get("headers", {}).items()}
             self.served += 1
             if action == "close" or (mock.close_after is not None and self.served >= mock.close_after):
                 if action == "close":
@@ -174,6 +182,13 @@ def _handler(mock: MockGateway) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
     return Handler
+
+
+def _header_value(value: str) -> str:
+    """A scripted header value; `$http_date_in:<seconds>` becomes the HTTP-date that many seconds from now."""
+    if value.startswith("$http_date_in:"):
+        return email.utils.formatdate(time.time() + float(value.split(":", 1)[1]), usegmt=True)
+    return value
 
 
 def _per_event(decoded: Any, answer: dict[str, Any]) -> dict[str, Any]:

@@ -73,9 +73,10 @@ class SdkCase:
         self.write_key = client.get("write_key", WRITE_KEY)
         self.driver: DriverProcess | None = None
         self.matcher = Matcher()
+        self.problems: list[str] = []
 
     def execute(self) -> Run:
-        """Run every step and the final `outcomes`/`stats`; raise `Failed` at the first broken expectation."""
+        """Run every step and the final `outcomes`/`stats`; raise `Failed` listing every broken expectation."""
         self.run.mock.start()
         try:
             self._start()
@@ -83,13 +84,16 @@ class SdkCase:
                 for _ in range(int(step.get("repeat", 1))):
                     self._step(n, step)
             self._collect()
-            check_expectations(self.vector.get("expect", {}), self.run, self.matcher, self.sdk.capabilities)
+            self.problems += check_expectations(self.vector.get("expect", {}), self.run, self.matcher,
+                                                self.sdk.capabilities)
         except (DriverError, Mismatch) as exc:
-            raise Failed(str(exc)) from None
+            raise Failed("\n".join([*self.problems, str(exc)])) from None
         finally:
             if self.driver is not None:
                 self.driver.stop()
             self.run.mock.stop()
+        if self.problems:
+            raise Failed("\n".join(self.problems))
         return self.run
 
     def _call(self, cmd: dict[str, Any], timeout_s: float = 60.0) -> dict[str, Any]:
@@ -155,7 +159,7 @@ class SdkCase:
             try:
                 self.matcher.check(step["expect"], reply, f"{where} reply")
             except Mismatch as exc:
-                raise Failed(str(exc)) from None
+                self.problems.append(str(exc))
 
 
 def _expand(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
