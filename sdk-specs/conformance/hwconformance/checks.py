@@ -89,7 +89,7 @@ def _requests(expect: dict[str, Any], views: list[dict[str, Any]], matcher: Matc
 
 
 def _summary(views: list[dict[str, Any]]) -> str:
-    parts = []
+    parts: list[str] = []
     for v in views:
         batch = v["batch"] if isinstance(v["batch"], dict) else {}
         parts.append(f"#{len(parts)} conn {v['conn']} +{v['gap_s']}s {len(v['events'])} events "
@@ -140,7 +140,7 @@ def _identity(views: list[dict[str, Any]], run: Run) -> None:
         if agent.fullmatch(ua) is None:
             raise Mismatch(f"request[{i}]: User-Agent {ua!r} is not '{name}/{version} (<runtime>/<version>)'")
         batch = view["batch"] if isinstance(view["batch"], dict) else {}
-        sdk = batch.get("sdk") if "sdk" in batch else {"name": batch.get("sdk_name"), "version": batch.get("sdk_version")}
+        sdk = batch["sdk"] if "sdk" in batch else {"name": batch.get("sdk_name"), "version": batch.get("sdk_version")}
         if sdk != {"name": name, "version": version}:
             raise Mismatch(f"request[{i}]: the batch's sdk is {sdk}, hello said {name} {version}")
 

@@ -69,7 +69,7 @@ class Matcher:
                 raise Mismatch(f"{path}: expected a list of {len(pattern)}, got {_show(value)}")
             for i, (sub, item) in enumerate(zip(pattern, value, strict=True)):
                 self.check(sub, item, f"{path}[{i}]")
-        elif pattern != value or type(pattern) is not type(value) and not _both_numbers(pattern, value):
+        elif pattern != value or (type(pattern) is not type(value) and not _both_numbers(pattern, value)):
             raise Mismatch(f"{path}: expected {_show(pattern)}, got {_show(value)}")
 
     def matches(self, pattern: Any, value: Any) -> bool:
@@ -105,7 +105,7 @@ class Matcher:
 
     def _op_uuid(self, arg: int | str, value: Any, path: str) -> None:
         version = _uuid_version(value)
-        if version is None or (arg != "any" and version != arg):
+        if version is None or arg not in ("any", version):
             raise Mismatch(f"{path}: expected a lower-case UUID (version {arg}), got {_show(value)}")
 
     def _op_epoch_ms(self, _arg: Any, value: Any, path: str) -> None:
