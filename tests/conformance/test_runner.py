@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from hwconformance.patterns import Matcher, Mismatch, split_id
+from hwconformance.patterns import Matcher, Mismatch, retry_after_seconds, split_id
 from hwconformance.results import FAIL, PASS, XFAIL, XPASS, settle, summary_line
 from hwconformance.runner import run_sdk
 from hwconformance.sdkcase import Sdk
 from hwconformance.vectors import VectorError, load, validate
+from hwconformance.wire import frame, unframe
 
 FAKE = str(Path(__file__).with_name("fake_sdk.py"))
 CHOSEN = ["responses/retry-429-retry-after", "responses/retry-503-retry-after", "responses/retry-500",
@@ -81,3 +82,18 @@ def test_xfail_and_xpass_are_reported_apart() -> None:
     results = [settle("t", "v/1", False, "", xfails=xf, seconds=0),
                settle("t", "v/2", True, "", xfails=xf, seconds=0)]
     assert summary_line("t", results) == "t: 1 passed, 0 failed (1 xfail)"
+
+
+@pytest.mark.unit
+def test_the_fixtures_hold_for_the_reference_implementation() -> None:
+    fixtures = [v["fixture"] for v in load() if v["id"].startswith("fixtures/")]
+    assert {f["kind"] for f in fixtures} == {"split_ids", "avro_framing", "retry_after"}
+    for f in fixtures:
+        if f["kind"] == "split_ids":
+            assert [split_id(f["parent"], k) for k in (0, 1)] == f["halves"]
+        elif f["kind"] == "avro_framing":
+            data = bytes.fromhex(f["framed_hex"])
+            assert frame(f["schema_id"], f["schema"], f["record"]) == data
+            assert unframe(data, {f["schema_id"]: f["schema"]})["record"] == f["record"]
+        else:
+            assert retry_after_seconds(f["header"], f["now"]) == f["seconds"]

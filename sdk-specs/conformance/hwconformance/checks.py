@@ -68,6 +68,8 @@ def check_expectations(expect: dict[str, Any], run: Run, matcher: Matcher,
         part(lambda: matcher.check(expect["registry_calls"], run.mock.registry_calls, "registry_calls"))
     if "events" in expect:
         part(lambda: _events(expect["events"], views))
+    for n, rule in enumerate(expect.get("events_where", [])):
+        part(lambda n=n, rule=rule: _events_where(n, rule, views, matcher))  # type: ignore[misc]
     if "outcomes" in expect:
         part(lambda: _outcomes(expect["outcomes"], run.outcomes, matcher))
     if "stats" in expect:
@@ -174,6 +176,16 @@ def _events(expect: dict[str, Any], views: list[dict[str, Any]]) -> None:
         for eid, seqs in seqs_of_id.items():
             if len(seqs) != 1:
                 raise Mismatch(f"events: event_id {eid} was sent with several seqs {sorted(seqs)}")
+
+
+def _events_where(n: int, rule: dict[str, Any], views: list[dict[str, Any]], matcher: Matcher) -> None:
+    """Every event on the wire that matches `rule["match"]` also matches `rule["each"]`; at least `min_count`."""
+    chosen = [e for v in views for e in v["events"] if Matcher().matches(rule["match"], e)]
+    if len(chosen) < int(rule.get("min_count", 1)):
+        raise Mismatch(f"events_where[{n}]: {len(chosen)} event(s) match {rule['match']}, expected at least "
+                       f"{rule.get('min_count', 1)}")
+    for i, event in enumerate(chosen):
+        matcher.check(rule["each"], event, f"events_where[{n}] event {i}")
 
 
 def _outcomes(patterns: list[Any], outcomes: list[dict[str, Any]], matcher: Matcher) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import email.utils
+import math
 import re
 import time
 import uuid
@@ -170,3 +172,17 @@ def _both_numbers(a: Any, b: Any) -> bool:
 def _show(value: Any, limit: int = 160) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def retry_after_seconds(header: str, now: float) -> float | None:
+    """The reference reading of a Retry-After value (protocol.md §6): seconds to wait, None if unparsable."""
+    value = header.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        return max(0.0, when.timestamp() - now)
+    return max(0.0, seconds) if math.isfinite(seconds) else None
