@@ -29,6 +29,7 @@ lint: setup
 	@$(VENV)/bin/mypy .
 	@$(VENV)/bin/ruff check sdk-python
 	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/src
+	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/conformance
 
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
 test: setup lint

@@ -47,8 +47,9 @@ class Driver:
         client = self._client()
         closed = client.state is not headwater.ClientState.OPEN
         full_before = client.metrics().dropped.get("queue_full", 0)
-        result = client.track(cmd["event_type"], cmd.get("properties"), partition_key=cmd.get("partition_key"),
-                              event_id=cmd.get("event_id"), timestamp=cmd.get("timestamp"))
+        track: Any = client.track  # returns None today; the seq (or an object with .seq) once the SDK returns it
+        result = track(cmd["event_type"], cmd.get("properties"), partition_key=cmd.get("partition_key"),
+                       event_id=cmd.get("event_id"), timestamp=cmd.get("timestamp"))
         if closed:
             return _error("closed", "track() after close()")
         if client.metrics().dropped.get("queue_full", 0) > full_before:
