@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import os
 import platform
@@ -23,10 +24,11 @@ class Driver:
         self.client: headwater.Client | None = None
         self.lock = threading.Lock()
         self.reported: list[dict[str, Any]] = []
+        self.track_seq = _returns_something(headwater.Client.track)
 
     def hello(self, _cmd: dict[str, Any]) -> dict[str, Any]:
         caps = list(CAPABILITIES)
-        if typing.get_type_hints(headwater.Client.track).get("return") not in (None, type(None)):
+        if self.track_seq:
             caps.append("track_seq")
         if "max_in_flight" in {f.name for f in dataclasses.fields(headwater.ClientConfig)}:
             caps.append("max_in_flight")
@@ -55,6 +57,8 @@ class Driver:
         if client.metrics().dropped.get("queue_full", 0) > full_before:
             return _error("queue_full", "the queue is full")
         seq = getattr(result, "seq", result if isinstance(result, int) else None)
+        if seq is None and self.track_seq:  # None from an SDK that returns seqs: the event was dropped
+            return _error("dropped", "track() returned None: the event was dropped")
         return {"seq": seq, "event_id": getattr(result, "event_id", None)}
 
     def flush(self, cmd: dict[str, Any]) -> dict[str, Any]:
@@ -97,6 +101,15 @@ class Driver:
     def _add(self, outcome: dict[str, Any]) -> None:
         with self.lock:
             self.reported.append(outcome)
+
+
+def _returns_something(fn: Any) -> bool:
+    """True if `fn` is annotated to return a value (then `track` returns the seq)."""
+    try:
+        hint = typing.get_type_hints(fn).get("return")
+    except Exception:  # an annotation that does not resolve at run time: read it as text
+        hint = inspect.signature(fn).return_annotation
+    return hint not in (None, type(None), "None", inspect.Signature.empty)
 
 
 class Unsupported(Exception):
