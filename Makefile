@@ -4,6 +4,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed
 
@@ -30,7 +31,7 @@ lint: setup
 	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/src
 
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
-test: setup lint
+test: setup lint test-go
 	@$(PY) -m pytest $(PYTEST_ARGS)
 
 test-unit: setup
@@ -67,3 +68,12 @@ loadtest: setup
 
 loadtest-distributed: setup
 	@$(PY) -m loadtest.run $(LOADTEST_ARGS) --workers $(WORKERS)
+
+# The Go SDK: vet and the race-enabled unit tests (the integration test runs in pytest: tests/sdk_go/).
+.PHONY: test-go bench-go
+test-go: setup
+	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
+
+# Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/bench/README.md).
+bench-go: setup
+	@cd sdk-go/bench && GOTOOLCHAIN=local $(GO) test -run '^$$' -bench . -benchmem -benchtime 20000x .
