@@ -76,4 +76,4 @@ test-go: setup
 
 # Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/bench/README.md).
 bench-go: setup
-	@cd sdk-go/bench && GOTOOLCHAIN=local $(GO) test -run '^$$' -bench . -benchmem -benchtime 20000x .
+	@cd sdk-go/bench && GOTOOLCHAIN=local $(GO) test -run '^$$' -bench . -benchmem -benchtime 100000x .

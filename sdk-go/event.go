@@ -2,7 +2,6 @@
 package headwater
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -51,31 +50,28 @@ func checkEventType(t string) error {
 	return nil
 }
 
-var encoders = sync.Pool{New: func() any { return new(propsEncoder) }}
-
-type propsEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
 // encodeProperties is the JSON object of properties; NaN, infinities and unencodable values are an error.
 func encodeProperties(props map[string]any) ([]byte, error) {
 	if len(props) == 0 {
 		return []byte("{}"), nil
 	}
-	pe := encoders.Get().(*propsEncoder)
-	defer encoders.Put(pe)
-	if pe.enc == nil {
-		pe.enc = json.NewEncoder(&pe.buf)
-		pe.enc.SetEscapeHTML(false)
+	buf := propsBufs.Get().(*[]byte)
+	out, err := appendObject((*buf)[:0], props, 1)
+	var encoded []byte
+	if err == nil {
+		encoded = append(make([]byte, 0, len(out)), out...)
 	}
-	pe.buf.Reset()
-	if err := pe.enc.Encode(props); err != nil {
+	if cap(out) <= 1<<20 { // keep a typical buffer, not the largest one ever seen
+		*buf = out[:0]
+		propsBufs.Put(buf)
+	}
+	if err != nil {
 		return nil, &InvalidEventError{"properties are not encodable as JSON: " + err.Error()}
 	}
-	out := bytes.TrimRight(pe.buf.Bytes(), "\n")
-	return append(make([]byte, 0, len(out)), out...), nil
+	return encoded, nil
 }
+
+var propsBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // makeEvent checks Track's arguments and captures the event (without its seq).
 func makeEvent(eventType string, props map[string]any, opts []TrackOption) (pending, error) {

@@ -23,6 +23,7 @@ type pipeline struct {
 	recovered int64
 
 	asmMu     sync.Mutex
+	spare     []pending // the batcher's half of the queue's double buffer
 	batcher   *batcher
 	openSince time.Time // zero when no batch is open
 
@@ -97,8 +98,7 @@ func (p *pipeline) assemble(events []pending, sealOpen bool) []packed {
 	var sealed []packed
 	for i := range events {
 		e := &events[i]
-		env := appendEnvelope(make([]byte, 0, e.size(p.shared)), e, p.shared)
-		sealed = p.batcher.add(e.seq, env, sealed)
+		sealed = p.batcher.add(e.seq, p.batcher.envelope(e, p.shared), sealed)
 	}
 	if sealOpen && p.batcher.len() > 0 {
 		sealed = append(sealed, p.batcher.drain())
@@ -134,7 +134,10 @@ func (p *pipeline) openDeadline() (time.Time, int) {
 
 // spill moves the whole queue into sealed batches in the spool, on the caller's goroutine (policy spill).
 func (p *pipeline) spill() {
-	p.seal(p.assemble(p.queue.take(), true), false)
+	p.asmMu.Lock()
+	events := p.queue.take(nil)
+	p.asmMu.Unlock()
+	p.seal(p.assemble(events, true), false)
 }
 
 func (p *pipeline) batchLoop() {
@@ -159,7 +162,10 @@ func (p *pipeline) batchLoop() {
 		flush := p.flushReq.Swap(false) || stopping
 		due, _ := p.openDeadline()
 		expired := !due.IsZero() && !time.Now().Before(due)
-		p.seal(p.assemble(p.queue.take(), flush || expired), true)
+		events := p.queue.take(p.spare)
+		p.seal(p.assemble(events, flush || expired), true)
+		clear(events) // drop references to the encoded properties
+		p.spare = events[:0]
 		if stopping {
 			return
 		}

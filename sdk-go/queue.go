@@ -135,17 +135,16 @@ func (q *eventQueue) waitForRoomLocked() bool {
 	return true
 }
 
-// take removes and returns every queued event, oldest first.
-func (q *eventQueue) take() []pending {
+// take removes and returns every queued event, oldest first; spare (emptied) becomes the queue's next buffer,
+// so the batcher and the queue swap two slices instead of copying.
+func (q *eventQueue) take(spare []pending) []pending {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.lenLocked() == 0 {
-		return nil
+		return spare[:0]
 	}
-	out := make([]pending, q.lenLocked())
-	copy(out, q.items[q.head:])
-	clear(q.items)
-	q.items, q.head = q.items[:0], 0
+	out := q.items[q.head:]
+	q.items, q.head = spare[:0], 0
 	q.room.notify()
 	return out
 }

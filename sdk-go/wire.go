@@ -45,7 +45,7 @@ var (
 // sharedZstd is one long-lived encoder: EncodeAll is safe for concurrent use.
 func sharedZstd() *zstd.Encoder {
 	zstdOnce.Do(func() {
-		zstdEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+		zstdEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
 			zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false)) // constant options: cannot fail
 	})
 	return zstdEnc

@@ -26,9 +26,21 @@ type producer interface {
 	close()
 }
 
+// prebuilt holds distinct events built before any timing, shared read-only by every SDK: the figures measure
+// the SDKs, not the application's fmt.Sprintf (BenchmarkFloorBuildEvent reports what building one costs).
+var prebuilt = func() (out [1024]struct {
+	user  string
+	props map[string]any
+}) {
+	for i := range out {
+		out[i].user, out[i].props = fmt.Sprintf("user-%d", i%9973), properties(i)
+	}
+	return out
+}()
+
 func properties(i int) map[string]any {
 	return map[string]any{
-		"url": fmt.Sprintf("https://shop.example.com/catalogue/item/%d?ref=newsletter&utm_campaign=winter", i),
+		"url":  fmt.Sprintf("https://shop.example.com/catalogue/item/%d?ref=newsletter&utm_campaign=winter", i),
 		"path": fmt.Sprintf("/catalogue/item/%d", i), "referrer": "https://www.example.org/search?q=warm+boots",
 		"title":      "Warm winter boots, waterproof, lined - Example Shop",
 		"user_agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
@@ -44,7 +56,7 @@ func properties(i int) map[string]any {
 type hwProducer struct{ c *headwater.Client }
 
 func (p hwProducer) track(i int) {
-	if err := p.c.Track("page_view", properties(i)); err != nil {
+	if err := p.c.Track("page_view", prebuilt[i%len(prebuilt)].props); err != nil {
 		panic(err)
 	}
 }
@@ -56,9 +68,12 @@ func (p hwProducer) close() {
 	}
 }
 
-func newHeadwater(url string) producer {
-	// defaults, but Track waits for room instead of refusing (the peers' Enqueue blocks on a full channel)
-	c, err := headwater.New(url, "wk_bench", headwater.WithQueue(10_000, "block"), headwater.WithBlockTimeout(time.Minute))
+func newHeadwater(url string) producer { return newHeadwaterQueue(url, 10_000) }
+
+// newHeadwaterQueue: defaults, but Track waits for room instead of refusing (the peers' Enqueue blocks on a
+// full 100-slot channel); with a queue as large as the run, ns/op is the cost of Track alone.
+func newHeadwaterQueue(url string, queue int) producer {
+	c, err := headwater.New(url, "wk_bench", headwater.WithQueue(queue, "block"), headwater.WithBlockTimeout(time.Minute))
 	if err != nil {
 		panic(err)
 	}
@@ -68,7 +83,8 @@ func newHeadwater(url string) producer {
 type segmentProducer struct{ c analytics.Client }
 
 func (p segmentProducer) track(i int) {
-	_ = p.c.Enqueue(analytics.Track{UserId: fmt.Sprintf("user-%d", i%9973), Event: "page_view", Properties: properties(i)})
+	e := &prebuilt[i%len(prebuilt)]
+	_ = p.c.Enqueue(analytics.Track{UserId: e.user, Event: "page_view", Properties: e.props})
 }
 func (p segmentProducer) close() { _ = p.c.Close() }
 
@@ -83,7 +99,8 @@ func newSegment(url string) producer {
 type posthogProducer struct{ c posthog.Client }
 
 func (p posthogProducer) track(i int) {
-	_ = p.c.Enqueue(posthog.Capture{DistinctId: fmt.Sprintf("user-%d", i%9973), Event: "page_view", Properties: properties(i)})
+	e := &prebuilt[i%len(prebuilt)]
+	_ = p.c.Enqueue(posthog.Capture{DistinctId: e.user, Event: "page_view", Properties: e.props})
 }
 func (p posthogProducer) close() { _ = p.c.Close() }
 
@@ -98,7 +115,12 @@ func newPosthog(url string) producer {
 var sdks = []struct {
 	name string
 	make func(url string) producer
-}{{"headwater-go", newHeadwater}, {"analytics-go-v3.3.0", newSegment}, {"posthog-go-v1.5.2", newPosthog}}
+}{
+	{"headwater-go", newHeadwater},
+	{"analytics-go-v3.3.0", newSegment},
+	{"posthog-go-v1.5.2", newPosthog},
+	{"headwater-go-queue-1M", func(url string) producer { return newHeadwaterQueue(url, 1<<20) }},
+}
 
 // result is one SDK's figures, kept for the ratio table printed after the run.
 type result struct {
