@@ -25,27 +25,12 @@ func (b *Batch) nbytes() int {
 }
 
 // batcher packs envelopes in order into batches bounded by maxEvents and maxBytes (events + overhead).
-// The envelopes of one batch are written into shared arena chunks, one allocation for many events.
 type batcher struct {
 	maxEvents int
 	maxBytes  int
 	events    [][]byte
 	seqs      []int64
 	bytes     int
-	arena     []byte
-}
-
-const arenaChunk = 64 << 10
-
-// envelope writes e's envelope into the arena and returns it (capacity capped: appends never overlap).
-func (b *batcher) envelope(e *pending, s *shared) []byte {
-	size := e.size(s)
-	if cap(b.arena)-len(b.arena) < size {
-		b.arena = make([]byte, 0, max(arenaChunk, size))
-	}
-	start := len(b.arena)
-	b.arena = appendEnvelope(b.arena, e, s)
-	return b.arena[start:len(b.arena):len(b.arena)]
 }
 
 func newBatcher(maxEvents, maxBytes int) *batcher {

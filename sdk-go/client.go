@@ -89,12 +89,12 @@ func (c *Client) Track(eventType string, properties map[string]any, opts ...Trac
 
 // TrackEvent is Track that also returns the seq and event id the event was given.
 func (c *Client) TrackEvent(eventType string, properties map[string]any, opts ...TrackOption) (Tracked, error) {
-	e, err := makeEvent(eventType, properties, opts)
+	p := c.p
+	e, eventID, err := makeEvent(p.shared, eventType, properties, opts)
 	if err != nil {
 		return Tracked{}, err
 	}
-	p := c.p
-	if size := e.size(p.shared); size > c.cfg.MaxEventBytes || !p.batcher.fitsAlone(size) {
+	if size := e.size(); size > c.cfg.MaxEventBytes || !p.batcher.fitsAlone(size) {
 		p.counters.settle(0, 0, ReasonEventTooLarge, 1, false)
 		return Tracked{}, &InvalidEventError{fmt.Sprintf("event of %d bytes is over MaxEventBytes (%d)", size, c.cfg.MaxEventBytes)}
 	}
@@ -117,7 +117,7 @@ func (c *Client) TrackEvent(eventType string, properties map[string]any, opts ..
 	case result == putFull:
 		return Tracked{}, p.dropUnqueued(ReasonQueueFull)
 	}
-	return Tracked{Seq: seq, EventID: e.eventID}, nil
+	return Tracked{Seq: seq, EventID: eventID}, nil
 }
 
 // Flush sends everything accepted so far and waits until each event is acknowledged, rejected or dropped;

@@ -3,36 +3,45 @@ package headwater
 
 import (
 	"encoding/json"
-	"math"
 	"strconv"
 	"sync"
 )
 
-// pending is an event accepted by Track: its seq is assigned, its properties already encoded as JSON.
+// pending is an event accepted by Track: its JSON envelope, complete once finish has added its seq.
+//
+// The envelope is encoded on the caller's goroutine before the event is queued, with "seq" as its last field
+// (JSON objects are unordered) and room reserved for it, so assigning the seq under the queue's lock is an
+// append without allocation, and the batcher only packs finished envelopes.
 type pending struct {
-	seq       int64
-	eventID   string
-	eventType string
-	createdAt int64
-	pkJSON    []byte // the JSON string of partition_key, nil when absent
-	props     []byte // the JSON object of properties
+	seq int64
+	env []byte
 }
+
+// seqTail is the largest `,"seq":<n>}`.
+const seqTail = len(`,"seq":`) + 20 + 1
+
+// finish appends the seq and closes the envelope (within the reserved capacity).
+func (e *pending) finish(seq int64) {
+	e.seq = seq
+	e.env = strconv.AppendInt(append(e.env, `,"seq":`...), seq, 10)
+	e.env = append(e.env, '}')
+}
+
+// size is an upper bound of the finished envelope's bytes.
+func (e *pending) size() int { return len(e.env) + seqTail }
 
 // shared holds the per-client envelope fields, pre-encoded.
 type shared struct {
 	producerID string
 	nodeJSON   []byte
 	ctxJSON    []byte // nil when the context is empty
-	baseSize   int    // envelope bytes without event type, partition key and properties, with 20-digit numbers
 }
 
 func newShared(producerID, nodeID string, ctx map[string]string) *shared {
-	s := &shared{producerID: producerID, nodeJSON: appendJSONString(nil, nodeID)}
+	s := &shared{producerID: producerID, nodeJSON: appendString(nil, nodeID)}
 	if len(ctx) > 0 {
-		s.ctxJSON, _ = json.Marshal(ctx) // a map[string]string always encodes
+		s.ctxJSON, _ = appendValue(nil, ctx, 1) // strings always encode
 	}
-	probe := pending{seq: math.MaxInt64, eventID: "00000000-0000-0000-0000-000000000000", createdAt: math.MaxInt64}
-	s.baseSize = len(appendEnvelope(nil, &probe, s))
 	return s
 }
 
@@ -50,105 +59,67 @@ func checkEventType(t string) error {
 	return nil
 }
 
-// encodeProperties is the JSON object of properties; NaN, infinities and unencodable values are an error.
-func encodeProperties(props map[string]any) ([]byte, error) {
-	if len(props) == 0 {
-		return []byte("{}"), nil
-	}
-	buf := propsBufs.Get().(*[]byte)
-	out, err := appendObject((*buf)[:0], props, 1)
-	var encoded []byte
-	if err == nil {
-		encoded = append(make([]byte, 0, len(out)), out...)
-	}
-	if cap(out) <= 1<<20 { // keep a typical buffer, not the largest one ever seen
-		*buf = out[:0]
-		propsBufs.Put(buf)
-	}
-	if err != nil {
-		return nil, &InvalidEventError{"properties are not encodable as JSON: " + err.Error()}
-	}
-	return encoded, nil
-}
+var envBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-var propsBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-// makeEvent checks Track's arguments and captures the event (without its seq).
-func makeEvent(eventType string, props map[string]any, opts []TrackOption) (pending, error) {
+// makeEvent checks Track's arguments and encodes the event's envelope (all but its seq); it returns the event id.
+func makeEvent(s *shared, eventType string, props map[string]any, opts []TrackOption) (pending, string, error) {
 	if err := checkEventType(eventType); err != nil {
-		return pending{}, err
+		return pending{}, "", err
 	}
 	var o trackOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.eventID != "" && !isUUID(o.eventID) {
-		return pending{}, &InvalidEventError{"event_id must be a UUID string, got " + strconv.Quote(o.eventID)}
+		return pending{}, "", &InvalidEventError{"event_id must be a UUID string, got " + strconv.Quote(o.eventID)}
 	}
 	if o.hasTime && o.createdAt < 0 {
-		return pending{}, &InvalidEventError{"timestamp must be at or after the Unix epoch"}
+		return pending{}, "", &InvalidEventError{"timestamp must be at or after the Unix epoch"}
 	}
-	encoded, err := encodeProperties(props)
-	if err != nil {
-		return pending{}, err
-	}
-	e := pending{eventID: o.eventID, eventType: eventType, createdAt: o.createdAt, props: encoded}
 	if !o.hasTime {
-		e.createdAt = nowMs()
+		o.createdAt = nowMs()
 	}
-	if e.eventID == "" {
-		e.eventID = uuid7(e.createdAt)
+	if o.eventID == "" {
+		o.eventID = uuid7(o.createdAt)
 	}
-	if o.partitionKey != nil {
-		e.pkJSON = appendJSONString(nil, *o.partitionKey)
+	buf := envBufs.Get().(*[]byte)
+	out := appendHead((*buf)[:0], s, eventType, &o)
+	out, err := appendObject(out, props, 1)
+	var env []byte
+	if err == nil {
+		env = append(make([]byte, 0, len(out)+seqTail), out...)
 	}
-	return e, nil
+	if cap(out) <= 1<<20 { // keep a typical buffer, not the largest one ever seen
+		*buf = out[:0]
+		envBufs.Put(buf)
+	}
+	if err != nil {
+		return pending{}, "", &InvalidEventError{"properties are not encodable as JSON: " + err.Error()}
+	}
+	return pending{env: env}, o.eventID, nil
 }
 
-// size is an upper bound of the event's envelope bytes (exact but for the digits of seq and created_at).
-func (e *pending) size(s *shared) int {
-	n := s.baseSize + len(e.eventType) + len(e.props) - 2
-	if e.pkJSON != nil {
-		n += len(`,"partition_key":`) + len(e.pkJSON)
-	}
-	return n
-}
-
-// appendEnvelope appends the event's JSON envelope, field order as protocol.md shows it.
-func appendEnvelope(dst []byte, e *pending, s *shared) []byte {
+// appendHead appends the envelope up to the value of "properties" (field order of protocol.md but seq).
+func appendHead(dst []byte, s *shared, eventType string, o *trackOptions) []byte {
 	dst = append(dst, `{"event_id":"`...)
-	dst = append(dst, e.eventID...)
+	dst = append(dst, o.eventID...)
 	dst = append(dst, `","event_type":"`...)
-	dst = append(dst, e.eventType...)
+	dst = append(dst, eventType...)
 	dst = append(dst, `","producer_id":"`...)
 	dst = append(dst, s.producerID...)
-	dst = append(dst, `","seq":`...)
-	dst = strconv.AppendInt(dst, e.seq, 10)
-	dst = append(dst, `,"node_id":`...)
+	dst = append(dst, `","node_id":`...)
 	dst = append(dst, s.nodeJSON...)
 	dst = append(dst, `,"created_at":`...)
-	dst = strconv.AppendInt(dst, e.createdAt, 10)
-	if e.pkJSON != nil {
+	dst = strconv.AppendInt(dst, o.createdAt, 10)
+	if o.partitionKey != nil {
 		dst = append(dst, `,"partition_key":`...)
-		dst = append(dst, e.pkJSON...)
+		dst = appendString(dst, *o.partitionKey)
 	}
 	if s.ctxJSON != nil {
 		dst = append(dst, `,"context":`...)
 		dst = append(dst, s.ctxJSON...)
 	}
-	dst = append(dst, `,"properties":`...)
-	if e.props == nil {
-		dst = append(dst, "{}"...)
-	} else {
-		dst = append(dst, e.props...)
-	}
-	return append(dst, '}')
-}
-
-// appendJSONString appends s as a JSON string (invalid UTF-8 becomes U+FFFD, as encoding/json does).
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // a string always encodes
-	return append(dst, b...)
+	return append(dst, `,"properties":`...)
 }
 
 // envelopeIDs reads event_id and seq back from an encoded envelope (rare paths: rejections, spool recovery).

@@ -163,12 +163,11 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i += plainASCII(s[i:]); i >= len(s) {
+			break
+		}
 		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
+		if c < utf8.RuneSelf { // a character to escape
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -190,14 +189,37 @@ func appendString(dst []byte, s string) []byte {
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
+			start = i + 1
 		}
 		i += size
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plainASCII is the length of s's prefix of bytes 0x20..0x7f other than '"' and '\\', read 8 bytes at a time
+// (a word with a candidate byte is then checked byte by byte).
+func plainASCII(s string) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		quote, backslash := w^(lsb*'"'), w^(lsb*'\\')
+		if (w|(w-lsb*0x20)|(quote-lsb)&^quote|(backslash-lsb)&^backslash)&msb != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
 }
 
 // validNumber reports whether s is a JSON number (RFC 8259 grammar).

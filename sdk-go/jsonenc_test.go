@@ -4,6 +4,7 @@ package headwater
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -77,6 +78,28 @@ func BenchmarkEncodeProperties(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, err := encodeProperties(props); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func encodeProperties(props map[string]any) ([]byte, error) { return appendObject(nil, props, 1) }
+
+func TestAppendStringMatchesEncodingJSONOnRandomBytes(t *testing.T) {
+	alphabet := []byte("ab \"\\\x00\x1f\x7f\xc3\xa9\xff\xe2\x80\xa8\xf0\x9f\x98\x80xyz<>&")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 20000; n++ {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		var fast, ref string
+		if err := json.Unmarshal(appendString(nil, string(b)), &fast); err != nil {
+			t.Fatalf("%q: not JSON: %v", b, err)
+		}
+		want, _ := json.Marshal(string(b))
+		_ = json.Unmarshal(want, &ref)
+		if fast != ref {
+			t.Fatalf("%q: got %q, want %q", b, fast, ref)
 		}
 	}
 }

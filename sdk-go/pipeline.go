@@ -98,7 +98,7 @@ func (p *pipeline) assemble(events []pending, sealOpen bool) []packed {
 	var sealed []packed
 	for i := range events {
 		e := &events[i]
-		sealed = p.batcher.add(e.seq, p.batcher.envelope(e, p.shared), sealed)
+		sealed = p.batcher.add(e.seq, e.env, sealed)
 	}
 	if sealOpen && p.batcher.len() > 0 {
 		sealed = append(sealed, p.batcher.drain())

@@ -94,7 +94,7 @@ func (q *eventQueue) put(e pending) (putResult, int64) {
 	if q.nextSeq >= q.reserved {
 		q.reserved = q.reserve(q.nextSeq)
 	}
-	e.seq = q.nextSeq
+	e.finish(q.nextSeq)
 	q.nextSeq++
 	q.accepted++
 	q.items = append(q.items, e)
