@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Client sends events to a Headwater gateway; every method is safe for concurrent use.
@@ -54,11 +55,9 @@ func NewFromConfig(cfg Config) (*Client, error) {
 	if len(cfg.Context) > 0 {
 		cfg.Context = copyMap(cfg.Context)
 	}
-	onError := cfg.OnError
-	if onError == nil {
-		onError = func(err error) { slog.Warn("headwater: delivery problem", "error", err) }
+	if cfg.OnError == nil {
+		cfg.OnError = (&logLimiter{}).log
 	}
-	cfg.OnError = onError
 	if onDelivery := cfg.OnDelivery; onDelivery != nil {
 		cfg.OnDelivery = func(r DeliveryReport) { callSafely(func() { onDelivery(r) }) }
 	}
@@ -156,6 +155,27 @@ func (c *Client) Close(ctx context.Context) error {
 
 // Metrics returns a snapshot of the delivery counters.
 func (c *Client) Metrics() Metrics { return c.p.metrics() }
+
+// logLimiter is the default OnError: a log line per second at most, with the count of the others.
+type logLimiter struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+func (l *logLimiter) log(err error) {
+	l.mu.Lock()
+	now := time.Now()
+	if now.Sub(l.last) < time.Second {
+		l.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	suppressed := l.suppressed
+	l.last, l.suppressed = now, 0
+	l.mu.Unlock()
+	slog.Warn("headwater: delivery problem (set OnError to handle each one)", "error", err, "not_logged_before", suppressed)
+}
 
 func callSafely(f func()) {
 	defer func() {

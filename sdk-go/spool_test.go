@@ -165,3 +165,42 @@ func TestCloseFlushesQueuedEventsIntoTheSpool(t *testing.T) {
 		t.Fatalf("queued events must be sealed into the spool at close: %d files, %+v", len(names), c.Metrics())
 	}
 }
+
+// copyDir copies a fixture directory (files only, one level of subdirectories).
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o700)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), data, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResendsASpoolWrittenByThePythonSDK(t *testing.T) {
+	dir := t.TempDir()
+	copyDir(t, "testdata/python-spool", dir) // written by sdk-python's _spoolfile.encode_batch / encode_state
+	up := &fakeTransport{}
+	c := newTestClient(t, up, WithSpoolDir(dir))
+	if c.ProducerID() != "5b7b2d0e-3f3a-4c59-9f61-3f1f3a0c9e4d" {
+		t.Fatal(c.ProducerID())
+	}
+	tracked, _ := c.TrackEvent("x", nil)
+	mustFlush(t, c)
+	sent := up.sent()
+	if tracked.Seq != 43 || len(sent) != 2 || sent[0].BatchID != "0193e0c2-6a4e-7b1d-9c8f-2f6f1d1b9a10" ||
+		len(sent[0].Events) != 3 || sent[0].Events[2]["seq"].(float64) != 42 {
+		t.Fatalf("tracked %+v, sent %+v", tracked, sent)
+	}
+}
