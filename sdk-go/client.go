@@ -139,8 +139,8 @@ func (c *Client) Close(ctx context.Context) error {
 			ctx, cancel = context.WithTimeout(ctx, c.cfg.ExitTimeout)
 			defer cancel()
 		}
-		_, accepted, _ := c.p.queue.stats()
 		settled := c.p.shutdown(ctx)
+		_, accepted, _ := c.p.queue.stats() // after shutdown: includes a Track that raced with Close
 		m := c.p.counters.snapshot()
 		switch target := accepted + c.p.recovered; {
 		case !settled:

@@ -141,6 +141,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		getenv = os.Getenv
 	}
 	cfg := DefaultConfig()
+	if wf := getenv("HEADWATER_WIRE_FORMAT"); wf != "" && wf != "json" {
+		return cfg, &ConfigError{fmt.Sprintf("HEADWATER_WIRE_FORMAT=%q: the Go SDK sends the JSON wire format only", wf)}
+	}
 	for _, f := range envFields {
 		for _, name := range f.names {
 			if raw := getenv(name); raw != "" {

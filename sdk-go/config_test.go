@@ -31,6 +31,11 @@ func TestConfigFromEnvUsesThePythonNames(t *testing.T) {
 	if cfg, _ = ConfigFromEnv(func(k string) string { return env[k] }); cfg.Endpoint != "http://primary:1" {
 		t.Fatal("HEADWATER_ENDPOINT must win over GATEWAY_URL")
 	}
+	env["HEADWATER_WIRE_FORMAT"] = "avro"
+	if _, err := ConfigFromEnv(func(k string) string { return env[k] }); err == nil {
+		t.Fatal("an unsupported wire format must be refused, not ignored")
+	}
+	delete(env, "HEADWATER_WIRE_FORMAT")
 	env["HEADWATER_LINGER_S"] = "soon"
 	if _, err := ConfigFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "HEADWATER_LINGER_S") {
 		t.Fatalf("the error must name the variable: %v", err)

@@ -192,7 +192,7 @@ func TestResendsASpoolWrittenByThePythonSDK(t *testing.T) {
 	dir := t.TempDir()
 	copyDir(t, "testdata/python-spool", dir) // written by sdk-python's _spoolfile.encode_batch / encode_state
 	up := &fakeTransport{}
-	c := newTestClient(t, up, WithSpoolDir(dir))
+	c := newTestClient(t, up, WithSpoolDir(dir), WithMaxInFlight(1)) // one sender: the recovered batch goes first
 	if c.ProducerID() != "5b7b2d0e-3f3a-4c59-9f61-3f1f3a0c9e4d" {
 		t.Fatal(c.ProducerID())
 	}
