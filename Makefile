@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed
+.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed \
+	conformance
 
 setup:
 	@bash stack/setup.sh
@@ -29,6 +30,7 @@ lint: setup
 	@$(VENV)/bin/mypy .
 	@$(VENV)/bin/ruff check sdk-python
 	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/src
+	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/conformance
 
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
 test: setup lint test-go
@@ -77,3 +79,8 @@ test-go: setup
 # Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/bench/README.md).
 bench-go: setup
 	@cd sdk-go/bench && GOTOOLCHAIN=local $(GO) test -run '^$$' -bench . -benchmem -benchtime 100000x .
+# Conformance vectors (sdk-specs/README.md) against every SDK in sdk-specs/conformance/sdks.json and the real gateway
+# (on a private stack, or STACK_ENV=.headwater/stack.env); writes sdk-specs/compliance.md. SDK=<name|gateway>, VECTOR=<id prefix>.
+conformance: setup
+	@PYTHONPATH=sdk-specs/conformance:. $(PY) -m hwconformance --compliance $(if $(SDK),--target $(SDK)) \
+		$(if $(VECTOR),--vector $(VECTOR)) $(if $(wildcard $(CONFORMANCE_STACK_ENV)),--stack-env $(CONFORMANCE_STACK_ENV))
