@@ -16,6 +16,7 @@ var (
 	spoolOverflowChoices = []string{"backpressure", "drop_oldest"}
 	fsyncChoices         = []string{"always", "never"}
 	compressionChoices   = []string{"zstd", "gzip", "identity"}
+	wireFormats          = []string{"json", "avro"}
 	urlPattern           = regexp.MustCompile(`^https?://[^/\s]+`)
 )
 
@@ -28,6 +29,9 @@ type Config struct {
 	Endpoint          string        // HEADWATER_ENDPOINT (alias GATEWAY_URL)
 	WriteKey          string        // HEADWATER_WRITE_KEY
 	SpoolDir          string        // HEADWATER_SPOOL_DIR; "" keeps pending batches in memory
+	WireFormat        string        // HEADWATER_WIRE_FORMAT: json (default) or avro (the fast path)
+	RegistryURL       string        // HEADWATER_REGISTRY_URL (alias REGISTRY_URL), needed by avro
+	SchemaRefresh     time.Duration // HEADWATER_SCHEMA_REFRESH_S, default 300 s
 	Compression       string        // HEADWATER_COMPRESSION: zstd (default), gzip, identity
 	MaxBatchEvents    int           // HEADWATER_MAX_BATCH_EVENTS, 1..40, default 40
 	MaxBatchBytes     int           // HEADWATER_MAX_BATCH_BYTES, default 512 KiB
@@ -61,7 +65,7 @@ func DefaultConfig() Config {
 		host = "unknown"
 	}
 	return Config{
-		Compression: "zstd", MaxBatchEvents: 40, MaxBatchBytes: 512 * 1024, MaxEventBytes: 64 * 1024,
+		WireFormat: "json", SchemaRefresh: 300 * time.Second, Compression: "zstd", MaxBatchEvents: 40, MaxBatchBytes: 512 * 1024, MaxEventBytes: 64 * 1024,
 		Linger: 50 * time.Millisecond, MaxQueueEvents: 10_000, QueuePolicy: "drop_newest",
 		BlockTimeout: 100 * time.Millisecond, MaxPendingBatches: 1_000, SpoolMaxBytes: 256 << 20,
 		SpoolOverflow: "backpressure", SpoolFsync: "always", RequestTimeout: 10 * time.Second,
@@ -106,6 +110,9 @@ var envFields = []envField{
 	{[]string{"HEADWATER_ENDPOINT", "GATEWAY_URL"}, strVar(func(c *Config) *string { return &c.Endpoint })},
 	{[]string{"HEADWATER_WRITE_KEY"}, strVar(func(c *Config) *string { return &c.WriteKey })},
 	{[]string{"HEADWATER_SPOOL_DIR"}, strVar(func(c *Config) *string { return &c.SpoolDir })},
+	{[]string{"HEADWATER_WIRE_FORMAT"}, strVar(func(c *Config) *string { return &c.WireFormat })},
+	{[]string{"HEADWATER_REGISTRY_URL", "REGISTRY_URL"}, strVar(func(c *Config) *string { return &c.RegistryURL })},
+	{[]string{"HEADWATER_SCHEMA_REFRESH_S"}, durVar(func(c *Config) *time.Duration { return &c.SchemaRefresh })},
 	{[]string{"HEADWATER_COMPRESSION"}, strVar(func(c *Config) *string { return &c.Compression })},
 	{[]string{"HEADWATER_MAX_BATCH_EVENTS"}, intVar(func(c *Config) *int { return &c.MaxBatchEvents })},
 	{[]string{"HEADWATER_MAX_BATCH_BYTES"}, intVar(func(c *Config) *int { return &c.MaxBatchBytes })},
@@ -141,9 +148,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		getenv = os.Getenv
 	}
 	cfg := DefaultConfig()
-	if wf := getenv("HEADWATER_WIRE_FORMAT"); wf != "" && wf != "json" {
-		return cfg, &ConfigError{fmt.Sprintf("HEADWATER_WIRE_FORMAT=%q: the Go SDK sends the JSON wire format only", wf)}
-	}
 	for _, f := range envFields {
 		for _, name := range f.names {
 			if raw := getenv(name); raw != "" {
@@ -167,6 +171,8 @@ func (c *Config) Validate() error {
 	}
 	checks := []error{
 		choice("Compression", "HEADWATER_COMPRESSION", c.Compression, compressionChoices),
+		choice("WireFormat", "HEADWATER_WIRE_FORMAT", c.WireFormat, wireFormats),
+		durBetween("SchemaRefresh", "HEADWATER_SCHEMA_REFRESH_S", c.SchemaRefresh, time.Millisecond),
 		choice("QueuePolicy", "HEADWATER_QUEUE_POLICY", c.QueuePolicy, queuePolicies),
 		choice("SpoolOverflow", "HEADWATER_SPOOL_OVERFLOW", c.SpoolOverflow, spoolOverflowChoices),
 		choice("SpoolFsync", "HEADWATER_SPOOL_FSYNC", c.SpoolFsync, fsyncChoices),
@@ -190,6 +196,12 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return err
 		}
+	}
+	if c.RegistryURL != "" && !urlPattern.MatchString(c.RegistryURL) {
+		return &ConfigError{fmt.Sprintf("RegistryURL (HEADWATER_REGISTRY_URL) must be an http:// or https:// URL, got %q", c.RegistryURL)}
+	}
+	if c.WireFormat == "avro" && c.RegistryURL == "" {
+		return &ConfigError{"WireFormat avro needs RegistryURL (HEADWATER_REGISTRY_URL)"}
 	}
 	if c.QueuePolicy == "spill" && c.SpoolDir == "" {
 		return &ConfigError{"QueuePolicy spill needs SpoolDir (HEADWATER_SPOOL_DIR)"}

@@ -31,9 +31,13 @@ func TestConfigFromEnvUsesThePythonNames(t *testing.T) {
 	if cfg, _ = ConfigFromEnv(func(k string) string { return env[k] }); cfg.Endpoint != "http://primary:1" {
 		t.Fatal("HEADWATER_ENDPOINT must win over GATEWAY_URL")
 	}
-	env["HEADWATER_WIRE_FORMAT"] = "avro"
-	if _, err := ConfigFromEnv(func(k string) string { return env[k] }); err == nil {
-		t.Fatal("an unsupported wire format must be refused, not ignored")
+	env["HEADWATER_WIRE_FORMAT"], env["REGISTRY_URL"] = "avro", "http://registry:8081"
+	if cfg, _ = ConfigFromEnv(func(k string) string { return env[k] }); cfg.WireFormat != "avro" || cfg.RegistryURL != "http://registry:8081" || cfg.Validate() != nil {
+		t.Fatalf("%+v", cfg)
+	}
+	delete(env, "REGISTRY_URL")
+	if cfg, _ = ConfigFromEnv(func(k string) string { return env[k] }); cfg.Validate() == nil {
+		t.Fatal("avro without a registry must be refused")
 	}
 	delete(env, "HEADWATER_WIRE_FORMAT")
 	env["HEADWATER_LINGER_S"] = "soon"

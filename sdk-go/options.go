@@ -12,6 +12,11 @@ func WithConfig(f func(*Config)) Option { return Option(f) }
 // WithSpoolDir keeps pending batches in a crash-safe spool directory (one client per directory).
 func WithSpoolDir(dir string) Option { return func(c *Config) { c.SpoolDir = dir } }
 
+// WithAvro sends the Avro fast path (protocol.md section 3) with schemas from the registry at registryURL.
+func WithAvro(registryURL string) Option {
+	return func(c *Config) { c.WireFormat, c.RegistryURL = "avro", registryURL }
+}
+
 // WithCompression sets the body encoding: "zstd" (default), "gzip" or "identity".
 func WithCompression(enc string) Option { return func(c *Config) { c.Compression = enc } }
 

@@ -42,11 +42,16 @@ type sender struct {
 	auth     string
 	ctx      context.Context // cancelled at the hard stop of Close: aborts requests and waits
 	durable  bool
+	schemas  *schemaCache // non-nil for the Avro wire format
 	bufs     sync.Pool
 }
 
 func newSender(ctx context.Context, cfg *Config, tr Transport, c *counters, report func(error), durable bool) *sender {
-	return &sender{cfg: cfg, tr: tr, counters: c, report: report, ctx: ctx, durable: durable,
+	var schemas *schemaCache
+	if cfg.WireFormat == "avro" {
+		schemas = newSchemaCache(cfg.RegistryURL, tr, cfg.SchemaRefresh, cfg.RequestTimeout)
+	}
+	return &sender{cfg: cfg, tr: tr, counters: c, report: report, ctx: ctx, durable: durable, schemas: schemas,
 		url: strings.TrimRight(cfg.Endpoint, "/") + "/v1/batch", auth: "Bearer " + cfg.WriteKey,
 		bufs: sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}}
 }
@@ -60,13 +65,18 @@ func (s *sender) deliver(b *Batch) (action, []*Batch) {
 	raw, packed := s.bufs.Get().(*[]byte), s.bufs.Get().(*[]byte)
 	defer s.bufs.Put(raw)
 	defer s.bufs.Put(packed)
-	*raw = jsonBody((*raw)[:0], b, b.sentAt)
-	*packed = compress((*packed)[:0], *raw, s.cfg.Compression)
+	var enc *encoded
 	deadline := time.Now().Add(s.cfg.RetryDeadline)
 	for attempt := 1; ; attempt++ {
-		resp, terr := s.post(*packed)
-		if terr == nil {
-			return s.answered(b, resp)
+		var resp *Response
+		var terr *TransportError
+		if enc == nil { // Avro: a registry that cannot be reached is retried like the gateway
+			enc, terr = s.encode(b, raw, packed)
+		}
+		if enc != nil {
+			if resp, terr = s.post(enc); terr == nil {
+				return s.answered(b, enc, resp)
+			}
 		}
 		wait := backoff(attempt, s.cfg.RetryBase, s.cfg.RetryMax, terr.RetryAfter)
 		if s.ctx.Err() != nil {
@@ -87,9 +97,13 @@ func (s *sender) deliver(b *Batch) (action, []*Batch) {
 }
 
 // post sends one attempt; a retryable status or no answer is a *TransportError.
-func (s *sender) post(body []byte) (*Response, *TransportError) {
+func (s *sender) post(enc *encoded) (*Response, *TransportError) {
+	if enc.empty() { // every event was rejected by the Avro encoder: nothing to send
+		return &Response{Status: 200, Body: []byte(`{"accepted":0,"rejected":[]}`)}, nil
+	}
+	body := enc.body
 	header := http.Header{
-		"Content-Type": {jsonContentType}, "Content-Encoding": {s.cfg.Compression},
+		"Content-Type": {enc.contentType}, "Content-Encoding": {s.cfg.Compression},
 		"Authorization": {s.auth}, "User-Agent": {UserAgent},
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
@@ -122,7 +136,7 @@ func (s *sender) gaveUp(b *Batch, terr *TransportError) action {
 	return actAck
 }
 
-func (s *sender) answered(b *Batch, resp *Response) (action, []*Batch) {
+func (s *sender) answered(b *Batch, enc *encoded, resp *Response) (action, []*Batch) {
 	n := len(b.Events)
 	switch classify(resp.Status) {
 	case outcomeSplit:
@@ -144,15 +158,19 @@ func (s *sender) answered(b *Batch, resp *Response) (action, []*Batch) {
 		return actAck, nil
 	}
 	answer := parseAnswer(resp.Body)
-	var rejected []*EventRejectedError
+	rejected := enc.rejects
 	seen := make(map[int]bool, len(answer.Rejected))
 	for _, r := range answer.Rejected {
-		if r.Index < 0 || r.Index >= n || seen[r.Index] {
+		if r.Index < 0 || r.Index >= enc.sent(n) || seen[r.Index] {
 			continue
 		}
 		seen[r.Index] = true
-		id, seq := envelopeIDs(b.Events[r.Index])
+		i := enc.index(r.Index)
+		id, seq := envelopeIDs(b.Events[i])
 		rejected = append(rejected, &EventRejectedError{BatchID: b.ID, EventID: id, Seq: seq, Code: r.Code, Message: r.Message})
+		if s.schemas != nil && strings.Contains(strings.ToLower(r.Code), "schema") {
+			s.schemas.invalidate(eventTypeOf(b.Events[i]))
+		}
 	}
 	for _, r := range rejected {
 		s.report(r)

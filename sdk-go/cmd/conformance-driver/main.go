@@ -18,7 +18,7 @@ import (
 	headwater "github.com/headwater-dev/headwater-go"
 )
 
-var capabilities = []string{"json", "zstd", "gzip", "identity", "spool", "retries", "split", "track_seq",
+var capabilities = []string{"json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "track_seq",
 	"event_id", "timestamp", "max_in_flight"}
 
 // failure is an error reply of a given DRIVER.md type.

@@ -94,13 +94,9 @@ var optionSetters = map[string]setter{
 		}
 		return nil
 	},
-	"wire_format": func(_ *headwater.Config, raw any) error {
-		if raw != "json" {
-			return &failure{"unsupported", "wire_format other than json"}
-		}
-		return nil
-	},
-	"registry_url": func(*headwater.Config, any) error { return nil }, // only used by the Avro fast path
+	"wire_format":      stringOpt(func(c *headwater.Config) *string { return &c.WireFormat }),
+	"registry_url":     stringOpt(func(c *headwater.Config) *string { return &c.RegistryURL }),
+	"schema_refresh_s": durationOpt(func(c *headwater.Config) *time.Duration { return &c.SchemaRefresh }),
 }
 
 // applyOptions sets every option; an unknown option or a bad value is a config_error.
