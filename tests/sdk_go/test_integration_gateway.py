@@ -133,3 +133,14 @@ def test_kill_9_then_restart_on_the_same_spool_delivers_every_spooled_event(
     assert min(set(by_seq) - set(range(500))) >= 500  # a restarted producer never reuses a seq
     assert all(len(ids) == 1 for ids in by_seq.values())
     assert not list((spool / "batches").glob("*.hwb"))
+
+
+def test_avro_fast_path_reaches_kafka(producer: Path, gateway: dict[str, str], tmp_path: Path) -> None:
+    if "REGISTRY_URL" not in gateway:
+        pytest.skip("the stack has no REGISTRY_URL yet")
+    start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
+    env = producer_env(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], tmp_path / "spool")
+    env.update(HEADWATER_WIRE_FORMAT="avro", HEADWATER_REGISTRY_URL=gateway["REGISTRY_URL"])
+    result = run_producer(producer, env, "-events", "200", "-goroutines", "2", "-run", f"run-{uuid.uuid4()}")
+    assert result["close_error"] is None and result["acknowledged"] == 200 and result["rejected"] == 0, result
+    assert sorted(arrived(gateway, result["producer_id"], 200, start)) == list(range(200))
