@@ -86,19 +86,7 @@ func (p *avroParser) parseComplex(d map[string]any, namespace string) (*avroType
 	t := &avroType{kind: kind}
 	switch kind {
 	case "record", "error", "enum", "fixed":
-		name, _ := d["name"].(string)
-		if ns, ok := d["namespace"].(string); ok && !strings.Contains(name, ".") {
-			namespace = ns
-		}
-		full := name
-		if !strings.Contains(name, ".") && namespace != "" {
-			full = namespace + "." + name
-		} else if i := strings.LastIndex(name, "."); i >= 0 {
-			namespace = name[:i]
-		}
-		t.name = full
-		p.names[full] = t
-		p.names[name] = t
+		namespace = p.register(t, d, namespace)
 	}
 	switch kind {
 	case "record", "error":
@@ -143,6 +131,24 @@ func (p *avroParser) parseComplex(d map[string]any, namespace string) (*avroType
 	return t, nil
 }
 
+// register names a record, enum or fixed (full and short name) and returns the namespace of its children.
+func (p *avroParser) register(t *avroType, d map[string]any, namespace string) string {
+	name, _ := d["name"].(string)
+	if ns, ok := d["namespace"].(string); ok && !strings.Contains(name, ".") {
+		namespace = ns
+	}
+	full := name
+	if !strings.Contains(name, ".") && namespace != "" {
+		full = namespace + "." + name
+	} else if i := strings.LastIndex(name, "."); i >= 0 {
+		namespace = name[:i]
+	}
+	t.name = full
+	p.names[full] = t
+	p.names[name] = t
+	return namespace
+}
+
 func appendLong(dst []byte, n int64) []byte { return binary.AppendUvarint(dst, uint64(n<<1^(n>>63))) }
 
 func appendAvroBytes(dst []byte, b []byte) []byte {
@@ -155,6 +161,38 @@ func appendAvroString(dst []byte, s string) []byte {
 
 // encode appends v written with t.
 func (t *avroType) encode(dst []byte, v any) ([]byte, error) {
+	switch t.kind {
+	case "null", "boolean", "int", "long", "float", "double":
+		return t.encodeScalar(dst, v)
+	case "string":
+		s, ok := v.(string)
+		if !ok {
+			return dst, fmt.Errorf("want a string, got %T", v)
+		}
+		return appendAvroString(dst, s), nil
+	case "bytes", "fixed":
+		s, ok := v.(string)
+		b, err := base64.StdEncoding.DecodeString(s)
+		if !ok || err != nil || t.kind == "fixed" && len(b) != t.size {
+			return dst, fmt.Errorf("want base64 %s, got %v", t.kind, v)
+		}
+		if t.kind == "fixed" {
+			return append(dst, b...), nil
+		}
+		return appendAvroBytes(dst, b), nil
+	case "enum":
+		s, _ := v.(string)
+		i, ok := t.symbols[s]
+		if !ok {
+			return dst, fmt.Errorf("%v is not a symbol of %s", v, t.name)
+		}
+		return appendLong(dst, int64(i)), nil
+	}
+	return t.encodeComplex(dst, v)
+}
+
+// encodeScalar writes null, boolean and numbers.
+func (t *avroType) encodeScalar(dst []byte, v any) ([]byte, error) {
 	switch t.kind {
 	case "null":
 		if v != nil {
@@ -187,31 +225,8 @@ func (t *avroType) encode(dst []byte, v any) ([]byte, error) {
 			return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
 		}
 		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
-	case "string":
-		s, ok := v.(string)
-		if !ok {
-			return dst, fmt.Errorf("want a string, got %T", v)
-		}
-		return appendAvroString(dst, s), nil
-	case "bytes", "fixed":
-		s, ok := v.(string)
-		b, err := base64.StdEncoding.DecodeString(s)
-		if !ok || err != nil || t.kind == "fixed" && len(b) != t.size {
-			return dst, fmt.Errorf("want base64 %s, got %v", t.kind, v)
-		}
-		if t.kind == "fixed" {
-			return append(dst, b...), nil
-		}
-		return appendAvroBytes(dst, b), nil
-	case "enum":
-		s, _ := v.(string)
-		i, ok := t.symbols[s]
-		if !ok {
-			return dst, fmt.Errorf("%v is not a symbol of %s", v, t.name)
-		}
-		return appendLong(dst, int64(i)), nil
 	}
-	return t.encodeComplex(dst, v)
+	return dst, fmt.Errorf("cannot write type %s", t.kind)
 }
 
 func (t *avroType) encodeComplex(dst []byte, v any) ([]byte, error) {

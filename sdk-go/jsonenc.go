@@ -46,62 +46,17 @@ func appendObject(dst []byte, m map[string]any, depth int) ([]byte, error) {
 
 // appendValue appends the JSON of v.
 func appendValue(dst []byte, v any, depth int) ([]byte, error) {
+	if out, ok, err := appendScalar(dst, v); ok {
+		return out, err
+	}
 	switch x := v.(type) {
-	case nil:
-		return append(dst, "null"...), nil
-	case string:
-		return appendString(dst, x), nil
-	case bool:
-		return strconv.AppendBool(dst, x), nil
-	case float64:
-		return appendFloat(dst, x, 64)
-	case float32:
-		return appendFloat(dst, float64(x), 32)
-	case int:
-		return strconv.AppendInt(dst, int64(x), 10), nil
-	case int64:
-		return strconv.AppendInt(dst, x, 10), nil
-	case int32:
-		return strconv.AppendInt(dst, int64(x), 10), nil
-	case int16:
-		return strconv.AppendInt(dst, int64(x), 10), nil
-	case int8:
-		return strconv.AppendInt(dst, int64(x), 10), nil
-	case uint:
-		return strconv.AppendUint(dst, uint64(x), 10), nil
-	case uint64:
-		return strconv.AppendUint(dst, x, 10), nil
-	case uint32:
-		return strconv.AppendUint(dst, uint64(x), 10), nil
-	case uint16:
-		return strconv.AppendUint(dst, uint64(x), 10), nil
-	case uint8:
-		return strconv.AppendUint(dst, uint64(x), 10), nil
-	case json.Number:
-		if !validNumber(string(x)) {
-			return dst, errBadNumber
-		}
-		return append(dst, x...), nil
 	case map[string]any:
 		if x == nil {
 			return append(dst, "null"...), nil
 		}
 		return appendObject(dst, x, depth)
 	case map[string]string:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '{')
-		first := true
-		for k, s := range x {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = append(appendString(dst, k), ':')
-			dst = appendString(dst, s)
-		}
-		return append(dst, '}'), nil
+		return appendStringMap(dst, x), nil
 	case []any:
 		return appendArray(dst, x, depth)
 	case []string:
@@ -122,6 +77,68 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		return dst, err
 	}
 	return append(dst, out...), nil
+}
+
+func appendStringMap(dst []byte, m map[string]string) []byte {
+	if m == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '{')
+	first := true
+	for k, s := range m {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(appendString(dst, k), ':')
+		dst = appendString(dst, s)
+	}
+	return append(dst, '}')
+}
+
+// appendScalar appends v if it is null, a string, a bool or a number of a built-in type (ok true).
+func appendScalar(dst []byte, v any) ([]byte, bool, error) {
+	var err error
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), true, nil
+	case string:
+		return appendString(dst, x), true, nil
+	case bool:
+		return strconv.AppendBool(dst, x), true, nil
+	case float64:
+		dst, err = appendFloat(dst, x, 64)
+	case float32:
+		dst, err = appendFloat(dst, float64(x), 32)
+	case int:
+		return strconv.AppendInt(dst, int64(x), 10), true, nil
+	case int64:
+		return strconv.AppendInt(dst, x, 10), true, nil
+	case int32:
+		return strconv.AppendInt(dst, int64(x), 10), true, nil
+	case int16:
+		return strconv.AppendInt(dst, int64(x), 10), true, nil
+	case int8:
+		return strconv.AppendInt(dst, int64(x), 10), true, nil
+	case uint:
+		return strconv.AppendUint(dst, uint64(x), 10), true, nil
+	case uint64:
+		return strconv.AppendUint(dst, x, 10), true, nil
+	case uint32:
+		return strconv.AppendUint(dst, uint64(x), 10), true, nil
+	case uint16:
+		return strconv.AppendUint(dst, uint64(x), 10), true, nil
+	case uint8:
+		return strconv.AppendUint(dst, uint64(x), 10), true, nil
+	case json.Number:
+		if !validNumber(string(x)) {
+			return dst, true, errBadNumber
+		}
+		return append(dst, x...), true, nil
+	default:
+		return dst, false, nil
+	}
+	return dst, true, err
 }
 
 func appendArray(dst []byte, a []any, depth int) ([]byte, error) {
