@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 const (
@@ -32,7 +33,7 @@ type spool struct {
 	producerID                          string
 	nextSeq                             int64
 	recovered                           []*entry
-	cached                              int64
+	cached                              atomic.Int64 // bytes of batches also kept in memory
 	stateMu                             sync.Mutex
 }
 
@@ -143,10 +144,9 @@ func (sp *spool) persist(b *Batch) *entry {
 		return e
 	}
 	e.path = path
-	if sp.cached+e.nbytes > spoolCacheMax {
+	if sp.cached.Add(e.nbytes) > spoolCacheMax {
+		sp.cached.Add(-e.nbytes)
 		e.batch = nil
-	} else {
-		sp.cached += e.nbytes
 	}
 	return e
 }
@@ -174,7 +174,7 @@ func (sp *spool) remove(e *entry) {
 		return
 	}
 	if e.batch != nil {
-		sp.cached -= e.nbytes
+		sp.cached.Add(-e.nbytes)
 	}
 	if err := os.Remove(e.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		slog.Warn("headwater spool: cannot delete a batch file", "path", e.path, "error", err)

@@ -18,7 +18,8 @@ type entry struct {
 	inFlight bool
 }
 
-// backing decides where a store's batches live (memory or spool files); called with the store's lock held.
+// backing decides where a store's batches live (memory or spool files); load and remove are called with the
+// store's lock held, persist without it (from the one goroutine that seals, or from replace under the lock).
 type backing interface {
 	persist(b *Batch) *entry
 	load(e *entry) *Batch // nil: unusable (quarantined by the backing)
@@ -75,27 +76,30 @@ func (s *store) waitForRoom(size int64, timeout time.Duration) bool {
 }
 
 // append keeps b; when full, drop_oldest drops the oldest idle batch, else b itself is dropped (store_full).
+// The batch is persisted (file write and fsync for a spool) outside the lock, so senders are not held up.
 func (s *store) append(b *Batch) bool {
 	size := int64(b.nbytes())
 	s.mu.Lock()
-	stored := false
-	for {
-		if !s.fullLocked(size) {
-			s.addLocked(s.back.persist(b), len(s.entries))
-			stored = true
-			break
-		}
+	room := true
+	for s.fullLocked(size) {
 		victim := s.oldestIdleLocked()
 		if s.overflow != "drop_oldest" || victim == nil {
 			s.reports = append(s.reports, EventsDroppedError{ReasonStoreFull, len(b.Events), "batch " + b.ID + " not kept"})
+			room = false
 			break
 		}
 		s.dropLocked(victim, ReasonStoreFullOldest)
 	}
-	s.changed.notify()
 	s.mu.Unlock()
+	if room {
+		e := s.back.persist(b)
+		s.mu.Lock()
+		s.addLocked(e, len(s.entries))
+		s.changed.notify()
+		s.mu.Unlock()
+	}
 	s.sendReports()
-	return stored
+	return room
 }
 
 func (s *store) oldestIdleLocked() *entry {
