@@ -317,3 +317,66 @@ func TestRetryDeadlineDropsWithoutSpool(t *testing.T) {
 		t.Fatalf("metrics %+v", m)
 	}
 }
+
+func TestDropOldestEvictsAndCountsTheOldestQueuedEvent(t *testing.T) {
+	gate := make(chan struct{})
+	tr := &blockingTransport{gate: gate}
+	c := newTestClient(t, tr, WithQueue(5, "drop_oldest"), WithMaxPendingBatches(1), WithMaxInFlight(1),
+		WithBatching(1, 128<<10, time.Millisecond))
+	for i := 0; i < 40; i++ {
+		if err := c.Track("x", map[string]any{"i": i}); err != nil {
+			t.Fatalf("drop_oldest never refuses: %v", err)
+		}
+	}
+	evicted := c.Metrics().Dropped[ReasonQueueFullOldest]
+	if evicted == 0 {
+		t.Fatal("nothing evicted")
+	}
+	close(gate)
+	mustFlush(t, c)
+	m := c.Metrics()
+	if m.Enqueued != 40 || m.Acknowledged+m.DroppedTotal() != 40 || m.Acknowledged != 40-evicted {
+		t.Fatalf("metrics %+v", m)
+	}
+	got := seqsOf(tr.sent())
+	if _, ok := got[39]; !ok {
+		t.Fatal("the newest event must be kept")
+	}
+}
+
+func TestBlockWaitsForRoomThenRefuses(t *testing.T) {
+	gate := make(chan struct{})
+	tr := &blockingTransport{gate: gate}
+	c := newTestClient(t, tr, WithQueue(2, "block"), WithBlockTimeout(50*time.Millisecond), WithMaxPendingBatches(1),
+		WithMaxInFlight(1), WithBatching(1, 128<<10, time.Millisecond))
+	var timedOut int
+	for i := 0; i < 20; i++ {
+		if err := c.Track("x", nil); errors.Is(err, ErrQueueFull) {
+			timedOut++
+		}
+	}
+	if timedOut == 0 || c.Metrics().Dropped[ReasonQueueFullTimeout] != int64(timedOut) {
+		t.Fatalf("%d refused, metrics %+v", timedOut, c.Metrics())
+	}
+	close(gate)
+	mustFlush(t, c)
+}
+
+func TestSpillMovesTheQueueToTheSpool(t *testing.T) {
+	gate := make(chan struct{})
+	tr := &blockingTransport{gate: gate}
+	c := newTestClient(t, tr, WithSpoolDir(t.TempDir()), WithQueue(3, "spill"), WithLinger(time.Hour))
+	for i := 0; i < 50; i++ {
+		if err := c.Track("x", nil); err != nil {
+			t.Fatalf("spill never refuses while the spool has room: %v", err)
+		}
+	}
+	if m := c.Metrics(); m.PendingEvents < 40 || m.DroppedTotal() != 0 {
+		t.Fatalf("the queue must have been spilled into the spool: %+v", m)
+	}
+	close(gate)
+	mustFlush(t, c)
+	if got := seqsOf(tr.sent()); len(got) != 50 {
+		t.Fatalf("%d seqs delivered", len(got))
+	}
+}
