@@ -54,7 +54,10 @@ func properties(i int) map[string]any {
 	}
 }
 
-type hwProducer struct{ c *headwater.Client }
+type hwProducer struct {
+	c   *headwater.Client
+	dir string // a spool directory to remove after close
+}
 
 func (p hwProducer) track(i int) {
 	if err := p.c.Track("page_view", prebuilt[i%len(prebuilt)].props); err != nil {
@@ -67,6 +70,9 @@ func (p hwProducer) close() {
 	if err := p.c.Close(ctx); err != nil {
 		panic(err)
 	}
+	if p.dir != "" {
+		_ = os.RemoveAll(p.dir)
+	}
 }
 
 func newHeadwater(url string) producer { return newHeadwaterQueue(url, 10_000) }
@@ -78,7 +84,7 @@ func newHeadwaterQueue(url string, queue int) producer {
 	if err != nil {
 		panic(err)
 	}
-	return hwProducer{c}
+	return hwProducer{c: c}
 }
 
 type segmentProducer struct{ c analytics.Client }
@@ -121,6 +127,21 @@ var sdks = []struct {
 	{"analytics-go-v3.3.0", newSegment},
 	{"posthog-go-v1.5.2", newPosthog},
 	{"headwater-go-queue-1M", func(url string) producer { return newHeadwaterQueue(url, 1<<20) }},
+	{"headwater-go-spool", newHeadwaterSpool},
+}
+
+// newHeadwaterSpool: as newHeadwater, with a spool directory (every batch file fsynced before it is sent).
+func newHeadwaterSpool(url string) producer {
+	dir, err := os.MkdirTemp("", "hw-bench-spool-")
+	if err != nil {
+		panic(err)
+	}
+	c, err := headwater.New(url, "wk_bench", headwater.WithQueue(10_000, "block"), headwater.WithBlockTimeout(time.Minute),
+		headwater.WithSpoolDir(dir))
+	if err != nil {
+		panic(err)
+	}
+	return hwProducer{c: c, dir: dir}
 }
 
 // result is one SDK's figures, kept for the ratio table printed after the run.
