@@ -112,3 +112,13 @@ func seqsOf(batches []sentBatch) map[int64]int {
 	}
 	return out
 }
+
+// eventually waits (up to 30 s) until cond holds: the batcher goroutine moves events between counters.
+func eventually(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+	}
+}
