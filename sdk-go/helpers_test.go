@@ -80,7 +80,7 @@ func status(code int, errCode string, retryAfter string) *Response {
 // newTestClient builds a fast-retrying client on a fake transport.
 func newTestClient(t *testing.T, tr Transport, opts ...Option) *Client {
 	t.Helper()
-	base := []Option{WithTransport(tr), WithLinger(5 * time.Millisecond), WithNodeID("node-1"),
+	base := []Option{WithTransport(tr), WithLinger(time.Hour), WithNodeID("node-1"), // batches sealed by size, Flush or Close
 		WithRetry(time.Millisecond, 5*time.Millisecond, 5*time.Second), WithOnError(func(error) {})}
 	c, err := New("http://gateway.test", "wk_test", append(base, opts...)...)
 	if err != nil {

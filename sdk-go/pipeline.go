@@ -169,6 +169,20 @@ func (p *pipeline) batchLoop() {
 		if stopping {
 			return
 		}
+		p.markIdle()
+	}
+}
+
+// markIdle tells Track whether the batcher needs a wake-up for the next event. After declaring itself idle it
+// looks at the queue again: a Track that read the flag just before it changed has not signalled.
+func (p *pipeline) markIdle() {
+	if _, open := p.openDeadline(); open > 0 {
+		p.queue.idle.Store(false)
+		return
+	}
+	p.queue.idle.Store(true)
+	if queued, _, _ := p.queue.stats(); queued > 0 {
+		p.queue.signal()
 	}
 }
 

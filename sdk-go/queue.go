@@ -3,6 +3,7 @@ package headwater
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,9 +35,12 @@ const (
 
 // eventQueue is a bounded FIFO; it assigns each accepted event its seq, gapless over accepted events.
 //
+// Wake-ups: an idle batcher is woken by the first queued event; a batcher with an open batch sleeps until its
+// linger is due, or until the queue alone holds a full batch (two wake-ups per batch, not one per event).
+//
 // Policies when full: drop_newest refuses, drop_oldest evicts the oldest queued event (its seq becomes a
 // counted gap), block waits up to blockTimeout for room, spill refuses so the caller moves the queue to the
-// spool and offers again. The batcher is woken through wake when the queue becomes non-empty or holds a batch.
+// spool and offers again.
 type eventQueue struct {
 	mu           sync.Mutex
 	items        []pending
@@ -47,6 +51,7 @@ type eventQueue struct {
 	batchEvents  int
 	room         broadcast
 	wake         chan struct{}
+	idle         atomic.Bool // the batcher has no open batch: the first queued event must wake it
 	nextSeq      int64
 	reserved     int64                  // seqs below this are reserved (persisted) for handing out
 	reserve      func(next int64) int64 // persists a reservation from next on; returns its end
@@ -56,8 +61,10 @@ type eventQueue struct {
 
 func newEventQueue(max int, policy string, blockTimeout time.Duration, batchEvents int, nextSeq int64,
 	reserve func(int64) int64) *eventQueue {
-	return &eventQueue{max: max, policy: policy, blockTimeout: blockTimeout, batchEvents: batchEvents,
+	q := &eventQueue{max: max, policy: policy, blockTimeout: blockTimeout, batchEvents: batchEvents,
 		wake: make(chan struct{}, 1), nextSeq: nextSeq, reserved: nextSeq, reserve: reserve}
+	q.idle.Store(true)
+	return q
 }
 
 func (q *eventQueue) lenLocked() int { return len(q.items) - q.head }
@@ -100,7 +107,7 @@ func (q *eventQueue) put(e pending) (putResult, int64) {
 	q.items = append(q.items, e)
 	n := q.lenLocked()
 	q.mu.Unlock()
-	if n == 1 || n == q.batchEvents {
+	if n == 1 && q.idle.Load() || n == q.batchEvents {
 		q.signal()
 	}
 	return result, e.seq

@@ -66,7 +66,7 @@ func TestSpoolKeepsUndeliveredBatchesForTheNextClient(t *testing.T) {
 func TestCorruptBatchFileIsQuarantinedAndCounted(t *testing.T) {
 	dir := t.TempDir()
 	c1 := newTestClient(t, failing(), WithSpoolDir(dir), WithRetry(time.Millisecond, 2*time.Millisecond, 10*time.Millisecond),
-		WithBatching(5, 64<<10, time.Millisecond))
+		WithBatching(5, 64<<10, time.Hour))
 	for i := 0; i < 10; i++ {
 		_ = c1.Track("x", nil)
 	}

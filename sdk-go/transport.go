@@ -47,11 +47,12 @@ type HTTPTransport struct {
 	client   *http.Client
 	expires  time.Time
 	closed   bool
+	now      func() time.Time // the clock (a fake in tests)
 }
 
 // NewHTTPTransport is the default transport: maxConns kept-alive connections, recycled after maxAge.
 func NewHTTPTransport(maxAge time.Duration, maxConns int) *HTTPTransport {
-	t := &HTTPTransport{maxAge: maxAge, maxConns: maxConns}
+	t := &HTTPTransport{maxAge: maxAge, maxConns: maxConns, now: time.Now}
 	t.renewLocked()
 	return t
 }
@@ -66,13 +67,13 @@ func (t *HTTPTransport) renewLocked() {
 	t.client = &http.Client{Transport: t.current,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	jitter := 0.9 + 0.2*rand.Float64()
-	t.expires = time.Now().Add(time.Duration(float64(t.maxAge) * jitter))
+	t.expires = t.now().Add(time.Duration(float64(t.maxAge) * jitter))
 }
 
 func (t *HTTPTransport) clientNow() *http.Client {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if time.Now().After(t.expires) && !t.closed {
+	if t.now().After(t.expires) && !t.closed {
 		old := t.current
 		t.renewLocked()
 		old.CloseIdleConnections()

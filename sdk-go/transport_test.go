@@ -42,7 +42,11 @@ func send(t *testing.T, tr Transport, url string) *Response {
 
 func TestTransportKeepsConnectionsAliveAndRecyclesThemByAge(t *testing.T) {
 	srv, conns := countingServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"accepted":1}`)) })
-	tr := NewHTTPTransport(time.Second, 2)
+	var mu sync.Mutex
+	clock := time.Now()
+	tr := NewHTTPTransport(time.Minute, 2)
+	tr.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	tr.renewLocked() // expiry from the fake clock
 	defer tr.Close()
 	for i := 0; i < 5; i++ {
 		send(t, tr, srv.URL)
@@ -50,7 +54,9 @@ func TestTransportKeepsConnectionsAliveAndRecyclesThemByAge(t *testing.T) {
 	if n := conns(); n != 1 {
 		t.Fatalf("5 sequential requests must share one kept-alive connection, used %d", n)
 	}
-	time.Sleep(1200 * time.Millisecond) // past the age (+10 % jitter at most)
+	mu.Lock()
+	clock = clock.Add(67 * time.Second) // past the age (+10 % jitter at most)
+	mu.Unlock()
 	send(t, tr, srv.URL)
 	if n := conns(); n != 2 {
 		t.Fatalf("a connection older than the max age must be replaced, %d connections", n)
