@@ -4,6 +4,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench bench-spark \
 	pipeline-artifact benchmarks-doc loadtest loadtest-distributed
@@ -37,6 +38,7 @@ lint: setup
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
 test: setup lint
 	@bash sdk-python/scripts/test-pythons.sh  # the SDK's unit tests on Python 3.9 and 3.13 (skipped without pyenv)
+test: setup lint test-go
 	@$(PY) -m pytest $(PYTEST_ARGS)
 
 test-unit: setup
@@ -96,6 +98,16 @@ loadtest-distributed: setup
 # Conformance vectors (sdk-specs/README.md) against every SDK of sdk-specs/conformance/sdks.json and the gateway
 # (on a private stack, or on CONFORMANCE_STACK_ENV=.headwater/stack.env); writes sdk-specs/compliance.md.
 # SDK=<name|gateway> runs one target, VECTOR=<id prefix> some vectors.
+# The Go SDK: vet and the race-enabled unit tests (the integration test runs in pytest: tests/sdk_go/).
+.PHONY: test-go bench-go
+test-go: setup
+	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
+
+# Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/bench/README.md).
+bench-go: setup
+	@cd sdk-go/bench && GOTOOLCHAIN=local $(GO) test -run '^$$' -bench . -benchmem -benchtime 100000x .
+# Conformance vectors (sdk-specs/README.md) against every SDK in sdk-specs/conformance/sdks.json and the real gateway
+# (on a private stack, or STACK_ENV=.headwater/stack.env); writes sdk-specs/compliance.md. SDK=<name|gateway>, VECTOR=<id prefix>.
 conformance: setup
 	@PYTHONPATH=sdk-specs/conformance:. $(PY) -m hwconformance --compliance $(if $(SDK),--target $(SDK)) \
 		$(if $(VECTOR),--vector $(VECTOR)) $(if $(wildcard $(CONFORMANCE_STACK_ENV)),--stack-env $(CONFORMANCE_STACK_ENV))

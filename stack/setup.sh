@@ -64,4 +64,6 @@ for pom in stack/maven/*/pom.xml; do
   echo "$stamp" > "$JARS/$name.stamp"
 done
 
+bash stack/setup-go.sh  # the Go SDK's toolchain and modules
+
 say "done in $(( $(date +%s) - t0 ))s"

@@ -1,0 +1,236 @@
+// The client's configuration: one Config struct, filled from defaults, the environment and options, validated once.
+package headwater
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Choices of the string options.
+var (
+	queuePolicies        = []string{"drop_newest", "drop_oldest", "block", "spill"}
+	spoolOverflowChoices = []string{"backpressure", "drop_oldest"}
+	fsyncChoices         = []string{"always", "never"}
+	compressionChoices   = []string{"zstd", "gzip", "identity"}
+	wireFormats          = []string{"json", "avro"}
+	urlPattern           = regexp.MustCompile(`^https?://[^/\s]+`)
+)
+
+// GatewayMaxEvents is the gateway's limit of events per batch (protocol.md section 5).
+const GatewayMaxEvents = 40
+
+// Config holds every option of a Client; the README's option table says what each one does. Durations are
+// seconds (floats) in the environment: HEADWATER_LINGER_S=0.05 is Linger 50 ms.
+type Config struct {
+	Endpoint          string        // HEADWATER_ENDPOINT (alias GATEWAY_URL)
+	WriteKey          string        // HEADWATER_WRITE_KEY
+	SpoolDir          string        // HEADWATER_SPOOL_DIR; "" keeps pending batches in memory
+	WireFormat        string        // HEADWATER_WIRE_FORMAT: json (default) or avro (the fast path)
+	RegistryURL       string        // HEADWATER_REGISTRY_URL (alias REGISTRY_URL), needed by avro
+	SchemaRefresh     time.Duration // HEADWATER_SCHEMA_REFRESH_S, default 300 s
+	Compression       string        // HEADWATER_COMPRESSION: zstd (default), gzip, identity
+	MaxBatchEvents    int           // HEADWATER_MAX_BATCH_EVENTS, 1..40, default 40
+	MaxBatchBytes     int           // HEADWATER_MAX_BATCH_BYTES, default 512 KiB
+	MaxEventBytes     int           // HEADWATER_MAX_EVENT_BYTES, default 64 KiB
+	Linger            time.Duration // HEADWATER_LINGER_S, default 50 ms
+	MaxQueueEvents    int           // HEADWATER_MAX_QUEUE_EVENTS, default 10,000
+	QueuePolicy       string        // HEADWATER_QUEUE_POLICY: drop_newest (default), drop_oldest, block, spill
+	BlockTimeout      time.Duration // HEADWATER_BLOCK_TIMEOUT_S, default 100 ms (policy block)
+	MaxPendingBatches int           // HEADWATER_MAX_PENDING_BATCHES, default 1,000 (memory store)
+	SpoolMaxBytes     int64         // HEADWATER_SPOOL_MAX_BYTES, default 256 MiB
+	SpoolOverflow     string        // HEADWATER_SPOOL_OVERFLOW: backpressure (default), drop_oldest
+	SpoolFsync        string        // HEADWATER_SPOOL_FSYNC: always (default), never
+	RequestTimeout    time.Duration // HEADWATER_REQUEST_TIMEOUT_S, default 10 s
+	RetryDeadline     time.Duration // HEADWATER_RETRY_DEADLINE_S, default 300 s
+	RetryBase         time.Duration // HEADWATER_RETRY_BASE_S, default 0.5 s
+	RetryMax          time.Duration // HEADWATER_RETRY_MAX_S, default 30 s
+	ConnectionMaxAge  time.Duration // HEADWATER_CONNECTION_MAX_AGE_S, default 300 s (+-10 % jitter)
+	ExitTimeout       time.Duration // HEADWATER_EXIT_TIMEOUT_S, default 5 s: Close's bound when ctx has no deadline
+	MaxInFlight       int           // HEADWATER_MAX_IN_FLIGHT, default 4 concurrent requests
+	NodeID            string        // HEADWATER_NODE_ID, default the host name
+	Context           map[string]string
+	OnDelivery        func(DeliveryReport)
+	OnError           func(error)
+	Transport         Transport
+}
+
+// DefaultConfig is the configuration with every default and no endpoint or key.
+func DefaultConfig() Config {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return Config{
+		WireFormat: "json", SchemaRefresh: 300 * time.Second, Compression: "zstd", MaxBatchEvents: 40, MaxBatchBytes: 512 * 1024, MaxEventBytes: 64 * 1024,
+		Linger: 50 * time.Millisecond, MaxQueueEvents: 10_000, QueuePolicy: "drop_newest",
+		BlockTimeout: 100 * time.Millisecond, MaxPendingBatches: 1_000, SpoolMaxBytes: 256 << 20,
+		SpoolOverflow: "backpressure", SpoolFsync: "always", RequestTimeout: 10 * time.Second,
+		RetryDeadline: 300 * time.Second, RetryBase: 500 * time.Millisecond, RetryMax: 30 * time.Second,
+		ConnectionMaxAge: 300 * time.Second, ExitTimeout: 5 * time.Second, MaxInFlight: 4, NodeID: host,
+	}
+}
+
+// envField binds one environment variable (and its aliases) to a Config field.
+type envField struct {
+	names []string
+	set   func(c *Config, raw, name string) error
+}
+
+func intVar(f func(*Config) *int) func(*Config, string, string) error {
+	return func(c *Config, raw, name string) error {
+		v, err := strconv.Atoi(strings.ReplaceAll(raw, "_", ""))
+		if err != nil {
+			return &ConfigError{fmt.Sprintf("%s=%q is not a valid int", name, raw)}
+		}
+		*f(c) = v
+		return nil
+	}
+}
+
+func durVar(f func(*Config) *time.Duration) func(*Config, string, string) error {
+	return func(c *Config, raw, name string) error {
+		v, err := strconv.ParseFloat(raw, 64)
+		if err != nil || v != v || v < 0 || v > 1e9 {
+			return &ConfigError{fmt.Sprintf("%s=%q is not a valid number of seconds", name, raw)}
+		}
+		*f(c) = time.Duration(v * float64(time.Second))
+		return nil
+	}
+}
+
+func strVar(f func(*Config) *string) func(*Config, string, string) error {
+	return func(c *Config, raw, _ string) error { *f(c) = raw; return nil }
+}
+
+var envFields = []envField{
+	{[]string{"HEADWATER_ENDPOINT", "GATEWAY_URL"}, strVar(func(c *Config) *string { return &c.Endpoint })},
+	{[]string{"HEADWATER_WRITE_KEY"}, strVar(func(c *Config) *string { return &c.WriteKey })},
+	{[]string{"HEADWATER_SPOOL_DIR"}, strVar(func(c *Config) *string { return &c.SpoolDir })},
+	{[]string{"HEADWATER_WIRE_FORMAT"}, strVar(func(c *Config) *string { return &c.WireFormat })},
+	{[]string{"HEADWATER_REGISTRY_URL", "REGISTRY_URL"}, strVar(func(c *Config) *string { return &c.RegistryURL })},
+	{[]string{"HEADWATER_SCHEMA_REFRESH_S"}, durVar(func(c *Config) *time.Duration { return &c.SchemaRefresh })},
+	{[]string{"HEADWATER_COMPRESSION"}, strVar(func(c *Config) *string { return &c.Compression })},
+	{[]string{"HEADWATER_MAX_BATCH_EVENTS"}, intVar(func(c *Config) *int { return &c.MaxBatchEvents })},
+	{[]string{"HEADWATER_MAX_BATCH_BYTES"}, intVar(func(c *Config) *int { return &c.MaxBatchBytes })},
+	{[]string{"HEADWATER_MAX_EVENT_BYTES"}, intVar(func(c *Config) *int { return &c.MaxEventBytes })},
+	{[]string{"HEADWATER_LINGER_S"}, durVar(func(c *Config) *time.Duration { return &c.Linger })},
+	{[]string{"HEADWATER_MAX_QUEUE_EVENTS"}, intVar(func(c *Config) *int { return &c.MaxQueueEvents })},
+	{[]string{"HEADWATER_QUEUE_POLICY"}, strVar(func(c *Config) *string { return &c.QueuePolicy })},
+	{[]string{"HEADWATER_BLOCK_TIMEOUT_S"}, durVar(func(c *Config) *time.Duration { return &c.BlockTimeout })},
+	{[]string{"HEADWATER_MAX_PENDING_BATCHES"}, intVar(func(c *Config) *int { return &c.MaxPendingBatches })},
+	{[]string{"HEADWATER_SPOOL_MAX_BYTES"}, func(c *Config, raw, name string) error {
+		v, err := strconv.ParseInt(strings.ReplaceAll(raw, "_", ""), 10, 64)
+		if err != nil {
+			return &ConfigError{fmt.Sprintf("%s=%q is not a valid int", name, raw)}
+		}
+		c.SpoolMaxBytes = v
+		return nil
+	}},
+	{[]string{"HEADWATER_SPOOL_OVERFLOW"}, strVar(func(c *Config) *string { return &c.SpoolOverflow })},
+	{[]string{"HEADWATER_SPOOL_FSYNC"}, strVar(func(c *Config) *string { return &c.SpoolFsync })},
+	{[]string{"HEADWATER_REQUEST_TIMEOUT_S"}, durVar(func(c *Config) *time.Duration { return &c.RequestTimeout })},
+	{[]string{"HEADWATER_RETRY_DEADLINE_S"}, durVar(func(c *Config) *time.Duration { return &c.RetryDeadline })},
+	{[]string{"HEADWATER_RETRY_BASE_S"}, durVar(func(c *Config) *time.Duration { return &c.RetryBase })},
+	{[]string{"HEADWATER_RETRY_MAX_S"}, durVar(func(c *Config) *time.Duration { return &c.RetryMax })},
+	{[]string{"HEADWATER_CONNECTION_MAX_AGE_S"}, durVar(func(c *Config) *time.Duration { return &c.ConnectionMaxAge })},
+	{[]string{"HEADWATER_EXIT_TIMEOUT_S"}, durVar(func(c *Config) *time.Duration { return &c.ExitTimeout })},
+	{[]string{"HEADWATER_MAX_IN_FLIGHT"}, intVar(func(c *Config) *int { return &c.MaxInFlight })},
+	{[]string{"HEADWATER_NODE_ID"}, strVar(func(c *Config) *string { return &c.NodeID })},
+}
+
+// ConfigFromEnv fills a default Config from HEADWATER_* variables looked up with getenv (nil: os.Getenv).
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg := DefaultConfig()
+	for _, f := range envFields {
+		for _, name := range f.names {
+			if raw := getenv(name); raw != "" {
+				if err := f.set(&cfg, raw, name); err != nil {
+					return cfg, err
+				}
+				break
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// Validate checks every option; the error names the bad one and its environment variable.
+func (c *Config) Validate() error {
+	if !urlPattern.MatchString(c.Endpoint) {
+		return &ConfigError{fmt.Sprintf("Endpoint (HEADWATER_ENDPOINT or GATEWAY_URL) must be an http:// or https:// URL, got %q", c.Endpoint)}
+	}
+	if c.WriteKey == "" {
+		return &ConfigError{"WriteKey (HEADWATER_WRITE_KEY) must be a non-empty string"}
+	}
+	checks := []error{
+		choice("Compression", "HEADWATER_COMPRESSION", c.Compression, compressionChoices),
+		choice("WireFormat", "HEADWATER_WIRE_FORMAT", c.WireFormat, wireFormats),
+		durBetween("SchemaRefresh", "HEADWATER_SCHEMA_REFRESH_S", c.SchemaRefresh, time.Millisecond),
+		choice("QueuePolicy", "HEADWATER_QUEUE_POLICY", c.QueuePolicy, queuePolicies),
+		choice("SpoolOverflow", "HEADWATER_SPOOL_OVERFLOW", c.SpoolOverflow, spoolOverflowChoices),
+		choice("SpoolFsync", "HEADWATER_SPOOL_FSYNC", c.SpoolFsync, fsyncChoices),
+		between("MaxBatchEvents", "HEADWATER_MAX_BATCH_EVENTS", int64(c.MaxBatchEvents), 1, GatewayMaxEvents),
+		between("MaxBatchBytes", "HEADWATER_MAX_BATCH_BYTES", int64(c.MaxBatchBytes), 1024, 1<<30),
+		between("MaxEventBytes", "HEADWATER_MAX_EVENT_BYTES", int64(c.MaxEventBytes), 64, int64(c.MaxBatchBytes)),
+		between("MaxQueueEvents", "HEADWATER_MAX_QUEUE_EVENTS", int64(c.MaxQueueEvents), 1, 1<<31),
+		between("MaxPendingBatches", "HEADWATER_MAX_PENDING_BATCHES", int64(c.MaxPendingBatches), 1, 1<<31),
+		between("SpoolMaxBytes", "HEADWATER_SPOOL_MAX_BYTES", c.SpoolMaxBytes, 1024, 1<<50),
+		between("MaxInFlight", "HEADWATER_MAX_IN_FLIGHT", int64(c.MaxInFlight), 1, 64),
+		durBetween("Linger", "HEADWATER_LINGER_S", c.Linger, 0),
+		durBetween("BlockTimeout", "HEADWATER_BLOCK_TIMEOUT_S", c.BlockTimeout, 0),
+		durBetween("ExitTimeout", "HEADWATER_EXIT_TIMEOUT_S", c.ExitTimeout, 0),
+		durBetween("RequestTimeout", "HEADWATER_REQUEST_TIMEOUT_S", c.RequestTimeout, time.Millisecond),
+		durBetween("RetryDeadline", "HEADWATER_RETRY_DEADLINE_S", c.RetryDeadline, time.Millisecond),
+		durBetween("RetryBase", "HEADWATER_RETRY_BASE_S", c.RetryBase, time.Millisecond),
+		durBetween("RetryMax", "HEADWATER_RETRY_MAX_S", c.RetryMax, time.Millisecond),
+		durBetween("ConnectionMaxAge", "HEADWATER_CONNECTION_MAX_AGE_S", c.ConnectionMaxAge, time.Millisecond),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	if c.RegistryURL != "" && !urlPattern.MatchString(c.RegistryURL) {
+		return &ConfigError{fmt.Sprintf("RegistryURL (HEADWATER_REGISTRY_URL) must be an http:// or https:// URL, got %q", c.RegistryURL)}
+	}
+	if c.WireFormat == "avro" && c.RegistryURL == "" {
+		return &ConfigError{"WireFormat avro needs RegistryURL (HEADWATER_REGISTRY_URL)"}
+	}
+	if c.QueuePolicy == "spill" && c.SpoolDir == "" {
+		return &ConfigError{"QueuePolicy spill needs SpoolDir (HEADWATER_SPOOL_DIR)"}
+	}
+	if c.NodeID == "" {
+		return &ConfigError{"NodeID (HEADWATER_NODE_ID) must be a non-empty string"}
+	}
+	return nil
+}
+
+func choice(name, env, value string, choices []string) error {
+	for _, c := range choices {
+		if value == c {
+			return nil
+		}
+	}
+	return &ConfigError{fmt.Sprintf("%s (%s) must be one of %s, got %q", name, env, strings.Join(choices, ", "), value)}
+}
+
+func between(name, env string, value, low, high int64) error {
+	if value < low || value > high {
+		return &ConfigError{fmt.Sprintf("%s (%s) must be in [%d, %d], got %d", name, env, low, high, value)}
+	}
+	return nil
+}
+
+func durBetween(name, env string, value, low time.Duration) error {
+	if value < low || value > 365*24*time.Hour {
+		return &ConfigError{fmt.Sprintf("%s (%s) must be between %v and 365 days, got %v", name, env, low, value)}
+	}
+	return nil
+}

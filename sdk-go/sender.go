@@ -1,0 +1,208 @@
+// Delivering one batch: encode, compress, POST with retries, and turn the answer into an action on the store.
+package headwater
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DeliveryReport is passed to OnDelivery once per batch that reached a final outcome.
+type DeliveryReport struct {
+	BatchID    string
+	ProducerID string
+	FirstSeq   int64
+	LastSeq    int64
+	Events     int
+	Status     int                   // the HTTP status of the final answer; 0 when none came (retry deadline)
+	Accepted   int                   // events the gateway accepted
+	Rejected   []*EventRejectedError // events the gateway rejected (200/422)
+	Err        error                 // non-nil when the whole batch failed (*BatchRejectedError, *EventsDroppedError)
+}
+
+// action is what the sender goroutine does with the batch afterwards.
+type action int
+
+const (
+	actAck     action = iota // final outcome: forget it
+	actSplit                 // replace it by its halves
+	actRelease               // keep it pending; send it again later
+)
+
+type sender struct {
+	cfg      *Config
+	tr       Transport
+	counters *counters
+	report   func(error)
+	url      string
+	auth     string
+	ctx      context.Context // cancelled at the hard stop of Close: aborts requests and waits
+	durable  bool
+	schemas  *schemaCache // non-nil for the Avro wire format
+	bufs     sync.Pool
+}
+
+func newSender(ctx context.Context, cfg *Config, tr Transport, c *counters, report func(error), durable bool) *sender {
+	var schemas *schemaCache
+	if cfg.WireFormat == "avro" {
+		schemas = newSchemaCache(cfg.RegistryURL, tr, cfg.SchemaRefresh, cfg.RequestTimeout)
+	}
+	return &sender{cfg: cfg, tr: tr, counters: c, report: report, ctx: ctx, durable: durable, schemas: schemas,
+		url: strings.TrimRight(cfg.Endpoint, "/") + "/v1/batch", auth: "Bearer " + cfg.WriteKey,
+		bufs: sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}}
+}
+
+// deliver sends b until it gets a final answer, the retry deadline passes, or the client stops.
+func (s *sender) deliver(b *Batch) (action, []*Batch) {
+	s.counters.addSent(len(b.Events))
+	if b.sentAt == 0 {
+		b.sentAt = nowMs()
+	}
+	raw, packed := s.bufs.Get().(*[]byte), s.bufs.Get().(*[]byte)
+	defer s.bufs.Put(raw)
+	defer s.bufs.Put(packed)
+	var enc *encoded
+	deadline := time.Now().Add(s.cfg.RetryDeadline)
+	for attempt := 1; ; attempt++ {
+		var resp *Response
+		var terr *TransportError
+		if enc == nil { // Avro: a registry that cannot be reached is retried like the gateway
+			enc, terr = s.encode(b, raw, packed)
+		}
+		if enc != nil {
+			if resp, terr = s.post(enc); terr == nil {
+				return s.answered(b, enc, resp)
+			}
+		}
+		wait := backoff(attempt, s.cfg.RetryBase, s.cfg.RetryMax, terr.RetryAfter)
+		if s.ctx.Err() != nil {
+			return actRelease, nil
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return s.gaveUp(b, terr), nil
+		}
+		s.counters.addRetry()
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-s.ctx.Done():
+			timer.Stop()
+			return actRelease, nil
+		}
+	}
+}
+
+// post sends one attempt; a retryable status or no answer is a *TransportError.
+func (s *sender) post(enc *encoded) (*Response, *TransportError) {
+	if enc.empty() { // every event was rejected by the Avro encoder: nothing to send
+		return &Response{Status: 200, Body: []byte(`{"accepted":0,"rejected":[]}`)}, nil
+	}
+	body := enc.body
+	header := http.Header{
+		"Content-Type": {enc.contentType}, "Content-Encoding": {s.cfg.Compression},
+		"Authorization": {s.auth}, "User-Agent": {UserAgent},
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	resp, err := s.tr.Send(ctx, &Request{Method: http.MethodPost, URL: s.url, Header: header, Body: body})
+	if err != nil {
+		var terr *TransportError
+		if errors.As(err, &terr) {
+			return nil, terr
+		}
+		return nil, &TransportError{Msg: err.Error(), RetryAfter: -1, Err: err}
+	}
+	if classify(resp.Status) == outcomeRetry {
+		code, msg := parseError(resp.Body)
+		ra := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return nil, &TransportError{Status: resp.Status, RetryAfter: ra, Msg: strings.TrimSpace(code + " " + msg)}
+	}
+	return resp, nil
+}
+
+func (s *sender) gaveUp(b *Batch, terr *TransportError) action {
+	s.report(terr)
+	if s.durable {
+		return actRelease
+	}
+	err := &EventsDroppedError{ReasonRetryDeadline, len(b.Events), "batch " + b.ID + ": " + terr.Error()}
+	s.report(err)
+	s.delivered(b, 0, 0, nil, err)
+	s.counters.settle(0, 0, ReasonRetryDeadline, len(b.Events), true) // after the callbacks: Flush implies them
+	return actAck
+}
+
+func (s *sender) answered(b *Batch, enc *encoded, resp *Response) (action, []*Batch) {
+	n := len(b.Events)
+	switch classify(resp.Status) {
+	case outcomeSplit:
+		if n > 1 {
+			return actSplit, split(b)
+		}
+		code, msg := parseError(resp.Body)
+		if code == "" {
+			code = ReasonEventTooLarge
+		}
+		s.refuse(b, resp.Status, code, msg, ReasonEventTooLarge)
+		return actAck, nil
+	case outcomeRefused:
+		code, msg := parseError(resp.Body)
+		if code == "" {
+			code = "http_" + strconv.Itoa(resp.Status)
+		}
+		s.refuse(b, resp.Status, code, msg, "refused_http_"+strconv.Itoa(resp.Status))
+		return actAck, nil
+	}
+	answer := parseAnswer(resp.Body)
+	rejected := enc.rejects
+	seen := make(map[int]bool, len(answer.Rejected))
+	for _, r := range answer.Rejected {
+		if r.Index < 0 || r.Index >= enc.sent(n) || seen[r.Index] {
+			continue
+		}
+		seen[r.Index] = true
+		i := enc.index(r.Index)
+		id, seq := envelopeIDs(b.Events[i])
+		rejected = append(rejected, &EventRejectedError{BatchID: b.ID, EventID: id, Seq: seq, Code: r.Code, Message: r.Message})
+		if s.schemas != nil && strings.Contains(strings.ToLower(r.Code), "schema") {
+			s.schemas.invalidate(eventTypeOf(b.Events[i]))
+		}
+	}
+	for _, r := range rejected {
+		s.report(r)
+	}
+	s.delivered(b, resp.Status, n-len(rejected), rejected, nil)
+	s.counters.settle(n-len(rejected), len(rejected), "", 0, true)
+	return actAck, nil
+}
+
+func (s *sender) refuse(b *Batch, status int, code, msg, reason string) {
+	err := &BatchRejectedError{BatchID: b.ID, Status: status, Code: code, Message: msg, Count: len(b.Events)}
+	s.report(err)
+	s.delivered(b, status, 0, nil, err)
+	s.counters.settle(0, 0, reason, len(b.Events), true)
+}
+
+func (s *sender) delivered(b *Batch, status, accepted int, rejected []*EventRejectedError, err error) {
+	if s.cfg.OnDelivery == nil {
+		return
+	}
+	s.cfg.OnDelivery(DeliveryReport{BatchID: b.ID, ProducerID: b.ProducerID, FirstSeq: b.FirstSeq, LastSeq: b.LastSeq,
+		Events: len(b.Events), Status: status, Accepted: accepted, Rejected: rejected, Err: err})
+}
+
+// split returns the two halves of b (DECISIONS 2): floor(n/2) events first, with derived batch ids.
+func split(b *Batch) []*Batch {
+	mid := len(b.Events) / 2
+	halves := make([]*Batch, 2)
+	for k, r := range [][2]int{{0, mid}, {mid, len(b.Events)}} {
+		seqs := b.Seqs[r[0]:r[1]]
+		halves[k] = &Batch{ID: splitBatchID(b.ID, k), ProducerID: b.ProducerID, FirstSeq: seqs[0],
+			LastSeq: seqs[len(seqs)-1], Events: b.Events[r[0]:r[1]], Seqs: seqs}
+	}
+	return halves
+}

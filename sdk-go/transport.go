@@ -1,0 +1,113 @@
+// The transport seam: a small interface, and the keep-alive net/http transport recycled by age with jitter.
+package headwater
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// maxResponseBytes caps how much of an answer is read (the gateway's answers are small).
+const maxResponseBytes = 1 << 20
+
+// Request is one HTTP request.
+type Request struct {
+	Method string
+	URL    string
+	Header http.Header
+	Body   []byte
+}
+
+// Response is one HTTP response (body read in full, capped at 1 MiB).
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Transport sends one request; an error means no answer (connection error or timeout) and is retried.
+type Transport interface {
+	Send(ctx context.Context, req *Request) (*Response, error)
+	Close()
+}
+
+// HTTPTransport keeps HTTP/1.1 connections alive and replaces its connection pool after maxAge (+-10 %), so a
+// load balancer can rebalance; Go reconnects by itself after the gateway's "Connection: close".
+type HTTPTransport struct {
+	maxAge   time.Duration
+	maxConns int
+	mu       sync.Mutex
+	current  *http.Transport
+	client   *http.Client
+	expires  time.Time
+	closed   bool
+	now      func() time.Time // the clock (a fake in tests)
+}
+
+// NewHTTPTransport is the default transport: maxConns kept-alive connections, recycled after maxAge.
+func NewHTTPTransport(maxAge time.Duration, maxConns int) *HTTPTransport {
+	t := &HTTPTransport{maxAge: maxAge, maxConns: maxConns, now: time.Now}
+	t.renewLocked()
+	return t
+}
+
+func (t *HTTPTransport) renewLocked() {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	t.current = &http.Transport{
+		Proxy: http.ProxyFromEnvironment, DialContext: dialer.DialContext, ForceAttemptHTTP2: false,
+		MaxIdleConns: t.maxConns * 2, MaxIdleConnsPerHost: t.maxConns, IdleConnTimeout: 10 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second, DisableCompression: true,
+	}
+	t.client = &http.Client{Transport: t.current,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	jitter := 0.9 + 0.2*rand.Float64()
+	t.expires = t.now().Add(time.Duration(float64(t.maxAge) * jitter))
+}
+
+func (t *HTTPTransport) clientNow() *http.Client {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.now().After(t.expires) && !t.closed {
+		old := t.current
+		t.renewLocked()
+		old.CloseIdleConnections()
+		// requests still running on the old pool return their connections to it: close those afterwards
+		time.AfterFunc(time.Minute, old.CloseIdleConnections)
+	}
+	return t.client
+}
+
+// Send posts req; any error (dial, reset, timeout, body read) is a TransportError.
+func (t *HTTPTransport) Send(ctx context.Context, req *Request) (*Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
+	if err != nil {
+		return nil, &TransportError{Msg: "bad request: " + err.Error(), Err: err}
+	}
+	hreq.Header = req.Header
+	hreq.ContentLength = int64(len(req.Body))
+	resp, err := t.clientNow().Do(hreq)
+	if err != nil {
+		return nil, &TransportError{Msg: fmt.Sprintf("%s %s: %v", req.Method, req.URL, err), Err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return nil, &TransportError{Msg: "reading the answer: " + err.Error(), Err: err}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes)) // drain, so the connection is reused
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil
+}
+
+// Close closes every idle connection.
+func (t *HTTPTransport) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	t.current.CloseIdleConnections()
+}
