@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed
+.PHONY: setup up down status demo test test-ts test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed
 
 setup:
 	@bash stack/setup.sh
@@ -30,8 +30,13 @@ lint: setup
 	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/src
 
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
-test: setup lint
+test: setup lint test-ts
 	@$(PY) -m pytest $(PYTEST_ARGS)
+
+# The TypeScript SDK: strict type check, lint, node:test (built by setup).
+test-ts: setup
+	@cd sdk-typescript && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/biome lint src test conformance bench \
+		&& node --test build/test/
 
 test-unit: setup
 	@$(PY) -m pytest -m unit $(PYTEST_ARGS)

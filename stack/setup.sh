@@ -64,4 +64,7 @@ for pom in stack/maven/*/pom.xml; do
   echo "$stamp" > "$JARS/$name.stamp"
 done
 
+# 4. The TypeScript SDK (sdk-typescript/): npm ci from its lockfile, then its build.
+bash stack/setup-node.sh
+
 say "done in $(( $(date +%s) - t0 ))s"

@@ -94,8 +94,8 @@ export class MemoryStore {
     let at = this.entries.indexOf(entry);
     const newEntries = parts.map((p) => this.newEntry(p));
     for (const e of newEntries) this.add(e, ++at);
-    this.discard(entry, newEntries);
-    parts.forEach((p, i) => this.persist(newEntries[i] as Entry, p));
+    for (let i = 0; i < parts.length; i++) this.persist(newEntries[i] as Entry, parts[i] as Batch);
+    this.discard(entry, newEntries); // after persist(): a spool unlinks the parent once the halves are on disk
   }
 
   /** (pending batches, pending events, bytes held). */
