@@ -176,7 +176,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
 
   /** A snapshot of the delivery counters. */
   metrics(): Metrics {
-    return this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats());
+    return this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents());
   }
 
   private async shutdown(timeoutMs: number): Promise<boolean> {

@@ -6,7 +6,8 @@
  * handed to the transport (a batch resent after its retry deadline counts again). `acknowledged`: events the
  * gateway accepted. `rejected`: events the gateway rejected permanently. `dropped`: events dropped, by reason.
  * `retries`: retried send attempts. `pendingBatches`/`pendingEvents`: sealed but not yet acknowledged.
- * `spoolBytes`: bytes held by the store.
+ * `spoolBytes`: bytes held by the store. `spooledEvents`: pending events already in spool files (they survive a
+ * crash; the others are still being written).
  */
 export interface Metrics {
   queued: number;
@@ -21,6 +22,7 @@ export interface Metrics {
   pendingBatches: number;
   pendingEvents: number;
   spoolBytes: number;
+  spooledEvents: number;
 }
 
 /** Mutable counters; `settled` (acked + rejected + dropped after acceptance) drives flush() and close(). */
@@ -62,7 +64,7 @@ export class Counters {
     return new Promise((resolve) => this.waiters.push({ target, resolve }));
   }
 
-  snapshot(queued: number, enqueued: number, store: [number, number, number]): Metrics {
+  snapshot(queued: number, enqueued: number, store: [number, number, number], spooled: number): Metrics {
     const dropped = { ...this.dropped };
     return {
       queued,
@@ -77,6 +79,7 @@ export class Counters {
       pendingBatches: store[0],
       pendingEvents: store[1],
       spoolBytes: store[2],
+      spooledEvents: spooled,
     };
   }
 }

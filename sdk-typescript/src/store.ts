@@ -103,6 +103,13 @@ export class MemoryStore {
     return [this.entries.length, this.events, this.bytes];
   }
 
+  /** Pending events whose batch is in a file (survives kill -9); 0 in memory. */
+  durableEvents(): number {
+    let n = 0;
+    for (const e of this.entries) if (e.path !== undefined) n += e.count;
+    return n;
+  }
+
   /** Pending batches that are not in flight. */
   idleCount(): number {
     return this.entries.filter((e) => e.state !== "inflight").length;
