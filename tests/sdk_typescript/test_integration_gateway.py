@@ -30,7 +30,7 @@ def gateway(stack_env: dict[str, str]) -> dict[str, str]:
     return stack_env
 
 
-def produce(endpoint: str, key: str, spool: Path, count: int, run: str, mode: str = "send") -> dict[str, Any]:
+def produce(endpoint: str, key: str, spool: Path, count: int, run: str, *, mode: str = "send") -> dict[str, Any]:
     out = subprocess.run(["node", str(PRODUCER), endpoint, key, str(spool), str(count), run, mode],
                          capture_output=True, text=True, timeout=600, check=True)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
