@@ -56,7 +56,10 @@ export function encodeProperties(properties: unknown): string {
   }
   let out: string;
   try {
-    out = JSON.stringify(properties, finiteOnly);
+    // The replacer-free stringify is V8's fast path; NaN and Infinity come out as `null`, so only output
+    // holding a null is stringified again with the check (the second pass throws for a non-finite number).
+    out = JSON.stringify(properties);
+    if (out.includes("null")) JSON.stringify(properties, finiteOnly);
   } catch (err) {
     if (err instanceof InvalidEventError) throw err;
     throw new InvalidEventError(`properties cannot be encoded as JSON: ${(err as Error).message}`);
