@@ -13,6 +13,8 @@ export class Batcher {
   private openFirstSeq = 0;
   private readonly waiting: Batch[] = [];
   private waitingEvents = 0;
+  /** Batches sealed so far. */
+  sealedCount = 0;
 
   constructor(
     private readonly producerId: string,
@@ -51,6 +53,7 @@ export class Batcher {
       nbytes: this.openBytes - BODY_OVERHEAD - events.length,
     });
     this.waitingEvents += events.length;
+    this.sealedCount += 1;
     this.open = [];
     this.openBytes = BODY_OVERHEAD;
   }

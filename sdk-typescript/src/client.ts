@@ -43,6 +43,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   private nextSeq: number;
   private enqueued = 0;
   private inFlight = 0;
+  private readonly sends = new Set<Promise<void>>();
   private lingerTimer: NodeJS.Timeout | undefined;
   private pausedUntil = 0;
   private pauseTimer: NodeJS.Timeout | undefined;
@@ -119,12 +120,14 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     this.spool?.reserve(seq);
     this.nextSeq = seq + 1;
     this.enqueued += 1;
-    if (batcher.add(ev.json, ev.bytes, seq)) {
+    const sealedBefore = batcher.sealedCount;
+    const opened = batcher.add(ev.json, ev.bytes, seq);
+    if (opened || !batcher.hasOpen) clearTimeout(this.lingerTimer);
+    if (opened) {
       this.lingerTimer = setTimeout(() => this.sealOpen(), this.config.lingerMs);
       this.lingerTimer.unref();
-    } else if (!batcher.hasOpen) {
-      this.moveSealed();
     }
+    if (batcher.sealedCount !== sealedBefore) this.moveSealed();
     return { ok: true, seq, eventId: ev.eventId };
   }
 
@@ -186,6 +189,10 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     this.abort.abort();
     clearTimeout(this.lingerTimer);
     clearTimeout(this.pauseTimer);
+    this.transport.close(); // ends requests still in flight: nothing is sent after close() returns
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.sends]), new Promise((r) => { bound = setTimeout(r, 2000); })]);
+    clearTimeout(bound); // a custom transport may not end its requests at close(): wait 2 s at most
     const unsent = this.batcher.queued + (this.spool === undefined ? this.idleStoreEvents() : 0);
     if (unsent > 0) {
       this.counters.settle(0, 0, { closed_unsent: unsent });
@@ -193,7 +200,6 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     }
     if (this.spool !== undefined) await this.spool.settled();
     this.store.close(this.nextSeq);
-    this.transport.close();
     lifecycle.unregister(this);
     return flushed && this.counters.acknowledged >= this.enqueued + this.recovered;
   }
@@ -245,13 +251,15 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
       const batch = this.store.take();
       if (batch === undefined) return;
       this.inFlight += 1;
-      this.sender.deliver(batch, this.spool !== undefined).then(
+      const send = this.sender.deliver(batch, this.spool !== undefined).then(
         (action) => this.settleSend(batch, action),
         (err: unknown) => {
           process.emitWarning(`headwater: send failed unexpectedly: ${String(err)}`);
           this.settleSend(batch, { kind: "release" });
         },
       );
+      this.sends.add(send);
+      void send.finally(() => this.sends.delete(send));
     }
   }
 

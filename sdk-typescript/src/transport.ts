@@ -116,9 +116,10 @@ export class HttpTransport implements Transport {
     });
   }
 
+  /** Close every connection, ending requests still in flight (their batches are released, not lost). */
   close(): void {
     this.closed = true;
     this.pool.retired = true;
-    if (this.pool.active === 0) this.pool.agent.destroy();
+    this.pool.agent.destroy();
   }
 }

@@ -153,6 +153,30 @@ describe("client", () => {
     await assert.rejects(c.close(1000), UndeliveredError);
   });
 
+  it("fills batches to maxBatchEvents before the linger timer, and keeps one connection alive", async () => {
+    gw.requests.length = 0;
+    gw.script = () => undefined;
+    const before = gw.connections;
+    const c = client(gw, { lingerMs: 60_000, maxInFlight: 1 });
+    for (let i = 0; i < 120; i++) c.track("page_view", {});
+    await c.close(5000);
+    assert.deepEqual(gw.requests.map((r) => r.body.events.length), [40, 40, 40]);
+    assert.equal(gw.connections - before, 1);
+  });
+
+  it("recycles its connections after connectionMaxAgeMs", async () => {
+    gw.requests.length = 0;
+    const before = gw.connections;
+    const c = client(gw, { connectionMaxAgeMs: 1, maxInFlight: 1, maxBatchEvents: 1 });
+    for (let i = 0; i < 3; i++) {
+      c.track("page_view", {});
+      assert.equal(await c.flush(5000), true);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await c.close(5000);
+    assert.equal(gw.connections - before, 3);
+  });
+
   it("sends up to maxInFlight batches at once", async () => {
     gw.requests.length = 0;
     let open = 0;

@@ -24,6 +24,8 @@ export type Script = (req: Recorded, n: number) => Answer | undefined;
 /** A loopback gateway; `script` answers each request (default: 200 with every event accepted). */
 export class TestGateway {
   readonly requests: Recorded[] = [];
+  /** TCP connections accepted so far. */
+  connections = 0;
   private server: http.Server;
   url = "";
 
@@ -53,6 +55,9 @@ export class TestGateway {
   }
 
   async start(): Promise<this> {
+    this.server.on("connection", () => {
+      this.connections += 1;
+    });
     this.server.listen(0, "127.0.0.1");
     await once(this.server, "listening");
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
