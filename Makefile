@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
 .PHONY: setup up down status demo test test-ts test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed
+.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed \
+	conformance
 
 setup:
 	@bash stack/setup.sh
@@ -72,3 +74,9 @@ loadtest: setup
 
 loadtest-distributed: setup
 	@$(PY) -m loadtest.run $(LOADTEST_ARGS) --workers $(WORKERS)
+
+# Conformance vectors (sdk-specs/README.md) against every SDK in sdk-specs/conformance/sdks.json and the real gateway
+# (on a private stack, or STACK_ENV=.headwater/stack.env); writes sdk-specs/compliance.md. SDK=<name|gateway>, VECTOR=<id prefix>.
+conformance: setup
+	@PYTHONPATH=sdk-specs/conformance:. $(PY) -m hwconformance --compliance $(if $(SDK),--target $(SDK)) \
+		$(if $(VECTOR),--vector $(VECTOR)) $(if $(wildcard $(CONFORMANCE_STACK_ENV)),--stack-env $(CONFORMANCE_STACK_ENV))

@@ -37,9 +37,8 @@ class Driver:
     def init(self, cmd: dict[str, Any]) -> dict[str, Any]:
         options = dict(cmd.get("options") or {})
         fields = {f.name for f in dataclasses.fields(headwater.ClientConfig)}
-        if "max_in_flight" in options and "max_in_flight" not in fields:
-            if options.pop("max_in_flight") != 1:  # this SDK sends one batch at a time
-                raise Unsupported("max_in_flight > 1")
+        if "max_in_flight" not in fields and options.pop("max_in_flight", 1) != 1:  # one batch at a time
+            raise Unsupported("max_in_flight > 1")
         self.client = headwater.Client(cmd["endpoint"], cmd["write_key"], spool_dir=cmd.get("spool_dir"),
                                        on_delivery=self._delivered, on_error=self._error, **options)
         return {"producer_id": self.client.producer_id}

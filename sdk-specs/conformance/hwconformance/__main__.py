@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .results import FAIL, XPASS, Result, compliance_table, summary_line, write_compliance
+from .gatewaycase import run_gateway
+from .results import FAIL, Result, compliance_table, summary_line, write_compliance
 from .runner import load_sdks, run_sdk
 from .vectors import load
 
@@ -25,8 +26,6 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Result] = []
     for target in targets:
         if target == "gateway":
-            from .gatewaycase import run_gateway
-
             results += run_gateway(vectors, args.stack_env or None)
             continue
         sdk = next((s for s in sdks if s.name == target), None)

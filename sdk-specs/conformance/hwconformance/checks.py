@@ -68,6 +68,8 @@ def check_expectations(expect: dict[str, Any], run: Run, matcher: Matcher,
         part(lambda: matcher.check(expect["registry_calls"], run.mock.registry_calls, "registry_calls"))
     if "events" in expect:
         part(lambda: _events(expect["events"], views))
+    for n, rule in enumerate(expect.get("events_where", [])):
+        part(lambda n=n, rule=rule: _events_where(n, rule, views, matcher))  # type: ignore[misc]
     if "outcomes" in expect:
         part(lambda: _outcomes(expect["outcomes"], run.outcomes, matcher))
     if "stats" in expect:
@@ -89,7 +91,7 @@ def _requests(expect: dict[str, Any], views: list[dict[str, Any]], matcher: Matc
 
 
 def _summary(views: list[dict[str, Any]]) -> str:
-    parts = []
+    parts: list[str] = []
     for v in views:
         batch = v["batch"] if isinstance(v["batch"], dict) else {}
         parts.append(f"#{len(parts)} conn {v['conn']} +{v['gap_s']}s {len(v['events'])} events "
@@ -140,7 +142,7 @@ def _identity(views: list[dict[str, Any]], run: Run) -> None:
         if agent.fullmatch(ua) is None:
             raise Mismatch(f"request[{i}]: User-Agent {ua!r} is not '{name}/{version} (<runtime>/<version>)'")
         batch = view["batch"] if isinstance(view["batch"], dict) else {}
-        sdk = batch.get("sdk") if "sdk" in batch else {"name": batch.get("sdk_name"), "version": batch.get("sdk_version")}
+        sdk = batch["sdk"] if "sdk" in batch else {"name": batch.get("sdk_name"), "version": batch.get("sdk_version")}
         if sdk != {"name": name, "version": version}:
             raise Mismatch(f"request[{i}]: the batch's sdk is {sdk}, hello said {name} {version}")
 
@@ -174,6 +176,16 @@ def _events(expect: dict[str, Any], views: list[dict[str, Any]]) -> None:
         for eid, seqs in seqs_of_id.items():
             if len(seqs) != 1:
                 raise Mismatch(f"events: event_id {eid} was sent with several seqs {sorted(seqs)}")
+
+
+def _events_where(n: int, rule: dict[str, Any], views: list[dict[str, Any]], matcher: Matcher) -> None:
+    """Every event on the wire that matches `rule["match"]` also matches `rule["each"]`; at least `min_count`."""
+    chosen = [e for v in views for e in v["events"] if Matcher().matches(rule["match"], e)]
+    if len(chosen) < int(rule.get("min_count", 1)):
+        raise Mismatch(f"events_where[{n}]: {len(chosen)} event(s) match {rule['match']}, expected at least "
+                       f"{rule.get('min_count', 1)}")
+    for i, event in enumerate(chosen):
+        matcher.check(rule["each"], event, f"events_where[{n}] event {i}")
 
 
 def _outcomes(patterns: list[Any], outcomes: list[dict[str, Any]], matcher: Matcher) -> None:

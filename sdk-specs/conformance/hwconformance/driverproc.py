@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -86,8 +87,6 @@ class DriverProcess:
     def _close_pipes(self) -> None:
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
         self._stderr.close()

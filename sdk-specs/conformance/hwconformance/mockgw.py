@@ -114,7 +114,7 @@ def _handler(mock: MockGateway) -> type[BaseHTTPRequestHandler]:
             super().setup()
             self.conn = mock.next_conn()
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
         def do_GET(self) -> None:
@@ -192,7 +192,7 @@ def _header_value(value: str) -> str:
 
 
 def _per_event(decoded: Any, answer: dict[str, Any]) -> dict[str, Any]:
-    status, body = default_answer(decoded)
+    body = default_answer(decoded)[1]
     rejected = [dict(r, message=r.get("message", "scripted rejection")) for r in answer.get("rejected", [])]
     if answer.get("reject_all"):
         rejected = [{"index": i, "code": answer["reject_all"], "message": "scripted rejection"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import email.utils
+import math
 import re
 import time
 import uuid
@@ -69,7 +71,7 @@ class Matcher:
                 raise Mismatch(f"{path}: expected a list of {len(pattern)}, got {_show(value)}")
             for i, (sub, item) in enumerate(zip(pattern, value, strict=True)):
                 self.check(sub, item, f"{path}[{i}]")
-        elif pattern != value or type(pattern) is not type(value) and not _both_numbers(pattern, value):
+        elif pattern != value or (type(pattern) is not type(value) and not _both_numbers(pattern, value)):
             raise Mismatch(f"{path}: expected {_show(pattern)}, got {_show(value)}")
 
     def matches(self, pattern: Any, value: Any) -> bool:
@@ -105,7 +107,7 @@ class Matcher:
 
     def _op_uuid(self, arg: int | str, value: Any, path: str) -> None:
         version = _uuid_version(value)
-        if version is None or (arg != "any" and version != arg):
+        if version is None or arg not in ("any", version):
             raise Mismatch(f"{path}: expected a lower-case UUID (version {arg}), got {_show(value)}")
 
     def _op_epoch_ms(self, _arg: Any, value: Any, path: str) -> None:
@@ -170,3 +172,17 @@ def _both_numbers(a: Any, b: Any) -> bool:
 def _show(value: Any, limit: int = 160) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def retry_after_seconds(header: str, now: float) -> float | None:
+    """The reference reading of a Retry-After value (protocol.md §6): seconds to wait, None if unparsable."""
+    value = header.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        return max(0.0, when.timestamp() - now)
+    return max(0.0, seconds) if math.isfinite(seconds) else None

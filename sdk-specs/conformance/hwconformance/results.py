@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .vectors import REPO, SPECS
 
@@ -38,7 +38,7 @@ def expected_failures(path: str | None) -> dict[str, str]:
     return dict(doc)
 
 
-def settle(target: str, vector: str, ok: bool, detail: str, xfails: dict[str, str], seconds: float) -> Result:
+def settle(target: str, vector: str, ok: bool, detail: str, *, xfails: dict[str, str], seconds: float) -> Result:
     """The result of a run, given whether it met the vector and whether the target expects it to fail."""
     if vector in xfails:
         reason = xfails[vector]
@@ -89,3 +89,12 @@ def compliance_table(vectors: list[dict[str, Any]], results: list[Result], targe
 def write_compliance(text: str, path: Path = COMPLIANCE) -> None:
     """Write the compliance table."""
     path.write_text(text)
+
+
+def report(result: Result, out: TextIO) -> None:
+    """One line per result; the detail below it when it did not pass."""
+    out.write(f"{result.target:<10} {result.status:<6} {result.vector} ({result.seconds:.1f} s)\n")
+    if result.status in (FAIL, XPASS) or (result.detail and result.status == XFAIL):
+        for line in result.detail.splitlines()[:25]:
+            out.write(f"    {line}\n")
+    out.flush()

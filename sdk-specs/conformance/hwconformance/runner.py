@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .driverproc import DriverError, DriverProcess
-from .results import FAIL, NA, Result, expected_failures, settle
+from .results import NA, Result, expected_failures, report, settle
 from .sdkcase import MANDATORY, Failed, Sdk, needs_missing, run_vector
 from .vectors import REPO, SDK_CATEGORIES, SPECS, category
 
@@ -61,7 +61,7 @@ def run_sdk(sdk: Sdk, vectors: list[dict[str, Any]], out: TextIO = sys.stdout,
     for vector in chosen:
         start = time.monotonic()
         if problem is not None:
-            result = settle(sdk.name, vector["id"], False, problem, sdk.expected_failures, 0.0)
+            result = settle(sdk.name, vector["id"], False, problem, xfails=sdk.expected_failures, seconds=0.0)
         elif needs_missing(vector, sdk):
             result = Result(sdk.name, vector["id"], NA, "needs " + ", ".join(needs_missing(vector, sdk)))
         else:
@@ -70,16 +70,8 @@ def run_sdk(sdk: Sdk, vectors: list[dict[str, Any]], out: TextIO = sys.stdout,
                 ok, detail = True, ""
             except Failed as exc:
                 ok, detail = False, str(exc)
-            result = settle(sdk.name, vector["id"], ok, detail, sdk.expected_failures, time.monotonic() - start)
+            result = settle(sdk.name, vector["id"], ok, detail, xfails=sdk.expected_failures,
+                            seconds=time.monotonic() - start)
         report(result, out)
         results.append(result)
     return results
-
-
-def report(result: Result, out: TextIO) -> None:
-    """One line per result; the detail below it when it did not pass."""
-    out.write(f"{result.target:<10} {result.status:<6} {result.vector} ({result.seconds:.1f} s)\n")
-    if result.status in (FAIL, "xpass") or (result.detail and result.status == "xfail"):
-        for line in result.detail.splitlines()[:25]:
-            out.write(f"    {line}\n")
-    out.flush()

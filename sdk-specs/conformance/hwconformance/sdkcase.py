@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -143,8 +144,6 @@ class SdkCase:
         elif do == "quiet":
             self.run.mock.quiet_for(float(step.get("seconds", 0.5)), float(step.get("timeout_s", 30)))
         elif do == "sleep":
-            import time
-
             time.sleep(float(step.get("seconds", 0)))
         elif do == "crash":
             self._collect()

@@ -44,7 +44,8 @@ def validate(doc: Any, where: str) -> list[dict[str, Any]]:
 
 
 def _errors(validator: Any, doc: Any, where: str) -> None:
-    errors = [f"{e.message[:300]} (at /{'/'.join(str(p) for p in e.instance_path)})" for e in validator.iter_errors(doc)]
+    errors = [f"{e.message[:300]} (at /{'/'.join(str(p) for p in e.instance_path)})"
+              for e in validator.iter_errors(doc)]
     if errors:
         raise VectorError(f"{where}: not a valid vector: " + "; ".join(errors[:5]))
 

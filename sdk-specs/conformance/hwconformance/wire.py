@@ -42,7 +42,7 @@ def decode_body(body: bytes, headers: dict[str, str]) -> Any:
     raw = decompress(body, headers.get("content-encoding", "identity"))
     if headers.get("content-type", "").split(";")[0].strip() == AVRO_TYPE:
         reader = io.BytesIO(raw)
-        record: dict[str, Any] = fastavro.schemaless_reader(reader, BATCH_SCHEMA)
+        record: Any = fastavro.schemaless_reader(reader, BATCH_SCHEMA)
         if reader.read(1):
             raise ValueError("trailing bytes after the Avro batch")
         record["events"] = [bytes(e).hex() for e in record["events"]]
@@ -81,7 +81,7 @@ def unframe(data: bytes, schemas: dict[int, Any]) -> dict[str, Any]:
         raise ValueError(f"unknown schema id {schema_id}")
     reader = io.BytesIO(data[5:])
     parsed = fastavro.parse_schema(plain(schemas[schema_id]))
-    record: dict[str, Any] = fastavro.schemaless_reader(reader, parsed)
+    record: Any = fastavro.schemaless_reader(reader, parsed)
     trailing = reader.read()
     canonical = not trailing and frame(schema_id, schemas[schema_id], record) == data
     return {"schema_id": schema_id, "record": record, "canonical": canonical}
