@@ -37,7 +37,7 @@ test: setup lint test-ts
 
 # The TypeScript SDK: strict type check, lint, node:test (built by setup).
 test-ts: setup
-	@cd sdk-typescript && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/biome lint src test conformance bench \
+	@cd sdk-typescript && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/eslint . \
 		&& node --test build/test/*.test.js
 
 test-unit: setup

@@ -3,7 +3,7 @@
 import { EventEmitter } from "node:events";
 import { Batcher } from "./batcher.js";
 import { buildConfig, type Config, type HeadwaterOptions, optionsFromEnv } from "./config.js";
-import { type DeliveryError, EventsDroppedError, InvalidEventError, UndeliveredError } from "./errors.js";
+import { type DeliveryError, EventsDroppedError, InvalidEventError, TransportError, UndeliveredError } from "./errors.js";
 import { checkEventType, checkOptions, encodeEvent, encodeProperties, type EnvelopeParts, type TrackOptions } from "./event.js";
 import { newProducerId } from "./ids.js";
 import * as lifecycle from "./lifecycle.js";
@@ -48,6 +48,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   private pausedUntil = 0;
   private pauseTimer: NodeJS.Timeout | undefined;
   private closing: Promise<boolean> | undefined;
+  private readonly warned = new Map<string, number>(); // code -> last warning (no `failure` listener)
 
   /** A client configured from `HEADWATER_*` variables; `overrides` win. */
   static fromEnv(overrides: Partial<HeadwaterOptions> = {}, env: NodeJS.ProcessEnv = process.env): Headwater {
@@ -78,7 +79,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     this.batcher = new Batcher(this.store.producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
     this.transport = cfg.transport ?? new HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs);
     this.sender = new Sender(cfg, this.transport, this.counters, {
-      delivered: (r) => this.emit("delivery", r),
+      delivered: (r) => this.safeEmit("delivery", r),
       failed: (e) => this.fail(e),
     }, this.abort.signal);
     if (cfg.handleExit) lifecycle.register(this);
@@ -219,8 +220,26 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     return { ok: false, reason };
   }
 
+  /** Report `error` to `failure` listeners; without one, warn (once a minute per code; retries not at all). */
   private fail(error: DeliveryError): void {
-    if (this.listenerCount("failure") > 0) this.emit("failure", error);
+    if (this.listenerCount("failure") > 0) {
+      this.safeEmit("failure", error);
+      return;
+    }
+    if (error instanceof TransportError) return; // retried; a final failure comes as a drop or a refusal
+    const now = Date.now();
+    if ((this.warned.get(error.code) ?? 0) > now - 60_000) return;
+    this.warned.set(error.code, now);
+    process.emitWarning(`headwater: ${error.message} (add a 'failure' listener to see every report)`, { code: error.code });
+  }
+
+  /** Emit without letting a listener's exception reach the delivery machinery. */
+  private safeEmit<K extends keyof HeadwaterEvents>(event: K, ...args: HeadwaterEvents[K]): void {
+    try {
+      (this.emit as (e: K, ...a: HeadwaterEvents[K]) => boolean)(event, ...args);
+    } catch (err) {
+      process.emitWarning(`headwater: a '${event}' listener threw: ${String(err)}`);
+    }
   }
 
   private storeDropped(reason: string, n: number, detail: string): void {

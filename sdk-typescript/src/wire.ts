@@ -36,11 +36,15 @@ export function parseRejections(body: Buffer): Rejection[] {
     if (!Array.isArray(doc.rejected)) return [];
     return doc.rejected
       .filter((r): r is Record<string, unknown> => r !== null && typeof r === "object")
-      .map((r) => ({ index: Number(r.index), code: String(r.code ?? ""), message: String(r.message ?? "") }))
+      .map((r) => ({ index: Number(r.index), code: text(r.code), message: text(r.message) }))
       .filter((r) => Number.isInteger(r.index));
   } catch {
     return [];
   }
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value : value === undefined || value === null ? "" : JSON.stringify(value);
 }
 
 /** [code, message] of an error body `{code, message}`; `http_<status>` when the body is not that JSON. */
@@ -48,7 +52,7 @@ export function parseError(body: Buffer, status: number): [string, string] {
   try {
     const doc = JSON.parse(body.toString("utf8")) as { code?: unknown; message?: unknown };
     if (doc !== null && typeof doc === "object" && typeof doc.code === "string" && doc.code !== "") {
-      return [doc.code, String(doc.message ?? "")];
+      return [doc.code, text(doc.message)];
     }
   } catch {
     // not the JSON error: fall through

@@ -177,6 +177,26 @@ describe("client", () => {
     assert.equal(gw.connections - before, 3);
   });
 
+  it("survives a listener that throws (the batch is not resent)", async () => {
+    gw.requests.length = 0;
+    gw.script = () => undefined;
+    const c = client(gw);
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => {
+      warnings.push(w.message);
+    };
+    process.on("warning", onWarning);
+    c.on("delivery", () => {
+      throw new Error("listener bug");
+    });
+    c.track("page_view", {});
+    await c.close(5000);
+    await new Promise((r) => setImmediate(r)); // warnings are emitted on a later tick
+    process.off("warning", onWarning);
+    assert.equal(gw.requests.length, 1);
+    assert.ok(warnings.some((w) => w.includes("listener bug")));
+  });
+
   it("sends up to maxInFlight batches at once", async () => {
     gw.requests.length = 0;
     let open = 0;
