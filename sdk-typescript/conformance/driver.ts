@@ -14,7 +14,7 @@ import {
   VERSION,
 } from "../src/index.js";
 
-const CAPABILITIES = ["json", "zstd", "gzip", "identity", "spool", "retries", "split", "track_seq", "event_id", "timestamp", "max_in_flight"];
+const CAPABILITIES = ["json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "track_seq", "event_id", "timestamp", "max_in_flight"];
 type Json = Record<string, unknown>;
 
 /** Python option name -> [TypeScript option, seconds to milliseconds]. */
@@ -23,6 +23,7 @@ const OPTIONS: Record<string, [keyof HeadwaterOptions, boolean]> = {
   max_batch_events: ["maxBatchEvents", false], max_batch_bytes: ["maxBatchBytes", false],
   max_event_bytes: ["maxEventBytes", false], max_queue_events: ["maxQueueEvents", false],
   queue_policy: ["queuePolicy", false], compression: ["compression", false], wire_format: ["wireFormat", false],
+  registry_url: ["registryUrl", false], schema_refresh_s: ["schemaRefreshMs", true],
   request_timeout_s: ["requestTimeoutMs", true], retry_base_s: ["retryBaseMs", true], retry_max_s: ["retryMaxMs", true],
   retry_deadline_s: ["retryDeadlineMs", true], max_in_flight: ["maxInFlight", false], exit_timeout_s: ["exitTimeoutMs", true],
   connection_max_age_s: ["connectionMaxAgeMs", true], max_pending_batches: ["maxPendingBatches", false],

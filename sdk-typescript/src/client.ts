@@ -10,6 +10,7 @@ import * as lifecycle from "./lifecycle.js";
 import { Counters, type Metrics } from "./metrics.js";
 import { type Action, type DeliveryReport, Sender } from "./sender.js";
 import { DiskSpool } from "./spool.js";
+import { SchemaCache } from "./registry.js";
 import { MemoryStore } from "./store.js";
 import { HttpTransport, type Transport } from "./transport.js";
 import type { Batch } from "./wire.js";
@@ -44,6 +45,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   private enqueued = 0;
   private inFlight = 0;
   private readonly sends = new Set<Promise<void>>();
+  private readonly extraTransports: Transport[] = [];
   private lingerTimer: NodeJS.Timeout | undefined;
   private pausedUntil = 0;
   private pauseTimer: NodeJS.Timeout | undefined;
@@ -81,9 +83,16 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     this.sender = new Sender(cfg, this.transport, this.counters, {
       delivered: (r) => this.safeEmit("delivery", r),
       failed: (e) => this.fail(e),
-    }, this.abort.signal);
+    }, this.abort.signal, this.schemaCache(cfg));
     if (cfg.handleExit) lifecycle.register(this);
     if (this.recovered > 0) queueMicrotask(() => this.pump());
+  }
+
+  private schemaCache(cfg: Config): SchemaCache | undefined {
+    if (cfg.wireFormat !== "avro" || cfg.registryUrl === null) return undefined;
+    const transport = cfg.transport ?? new HttpTransport(cfg.registryUrl.startsWith("https:"), 1, cfg.connectionMaxAgeMs);
+    if (transport !== this.transport) this.extraTransports.push(transport);
+    return new SchemaCache(cfg.registryUrl, transport, cfg.schemaRefreshMs, cfg.requestTimeoutMs);
   }
 
   /** This producer's id: persisted in the spool directory, else new for each client. */
@@ -191,6 +200,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     clearTimeout(this.lingerTimer);
     clearTimeout(this.pauseTimer);
     this.transport.close(); // ends requests still in flight: nothing is sent after close() returns
+    for (const t of this.extraTransports) t.close();
     let bound: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...this.sends]), new Promise((r) => { bound = setTimeout(r, 2000); })]);
     clearTimeout(bound); // a custom transport may not end its requests at close(): wait 2 s at most

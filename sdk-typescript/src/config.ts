@@ -14,7 +14,7 @@ export const QUEUE_POLICIES = ["drop_newest", "drop_oldest"] as const;
 export const SPOOL_OVERFLOW_POLICIES = ["backpressure", "drop_oldest"] as const;
 export const FSYNC_POLICIES = ["always", "never"] as const;
 export const COMPRESSIONS = ["zstd", "gzip", "identity"] as const;
-export const WIRE_FORMATS = ["json"] as const;
+export const WIRE_FORMATS = ["json", "avro"] as const;
 export const GATEWAY_MAX_EVENTS = 40; // protocol.md section 5
 
 export type QueuePolicy = (typeof QUEUE_POLICIES)[number];
@@ -26,7 +26,10 @@ export interface HeadwaterOptions {
   endpoint: string;
   writeKey: string;
   spoolDir?: string | null;
-  wireFormat?: "json";
+  wireFormat?: "json" | "avro";
+  /** The schema registry (needed by `wireFormat: "avro"`). */
+  registryUrl?: string | null;
+  schemaRefreshMs?: number;
   compression?: Compression;
   maxBatchEvents?: number;
   maxBatchBytes?: number;
@@ -53,13 +56,16 @@ export interface HeadwaterOptions {
   transport?: Transport;
 }
 
-export type Config = Readonly<Required<Omit<HeadwaterOptions, "spoolDir" | "transport">>> & {
+export type Config = Readonly<Required<Omit<HeadwaterOptions, "spoolDir" | "transport" | "registryUrl">>> & {
   readonly spoolDir: string | null;
+  readonly registryUrl: string | null;
   readonly transport: Transport | undefined;
 };
 
 export const DEFAULTS = {
   spoolDir: null,
+  registryUrl: null,
+  schemaRefreshMs: 300_000,
   wireFormat: "json",
   compression: "zstd",
   maxBatchEvents: 40,
@@ -88,6 +94,8 @@ const ENV: Record<string, [string, "str" | "int" | "ms"]> = {
   writeKey: ["WRITE_KEY", "str"],
   spoolDir: ["SPOOL_DIR", "str"],
   wireFormat: ["WIRE_FORMAT", "str"],
+  registryUrl: ["REGISTRY_URL", "str"],
+  schemaRefreshMs: ["SCHEMA_REFRESH_S", "ms"],
   compression: ["COMPRESSION", "str"],
   maxBatchEvents: ["MAX_BATCH_EVENTS", "int"],
   maxBatchBytes: ["MAX_BATCH_BYTES", "int"],
@@ -108,7 +116,7 @@ const ENV: Record<string, [string, "str" | "int" | "ms"]> = {
   maxInFlight: ["MAX_IN_FLIGHT", "int"],
   nodeId: ["NODE_ID", "str"],
 };
-const ALIASES: Record<string, string> = { ENDPOINT: "GATEWAY_URL" };
+const ALIASES: Record<string, string> = { ENDPOINT: "GATEWAY_URL", REGISTRY_URL: "REGISTRY_URL" };
 
 /** The environment variable of an option, e.g. `lingerMs` -> `HEADWATER_LINGER_S`. */
 export function envName(option: string): string {
@@ -123,7 +131,8 @@ export function optionsFromEnv(
 ): HeadwaterOptions {
   const out: Record<string, unknown> = {};
   for (const [option, [name, kind]] of Object.entries(ENV)) {
-    const vars = [`HEADWATER_${name}`, ...(ALIASES[name] ? [ALIASES[name]] : [])];
+    const alias = ALIASES[name];
+    const vars = [`HEADWATER_${name}`, ...(alias !== undefined ? [alias] : [])];
     for (const v of vars) {
       const raw = env[v];
       if (raw === undefined || raw === "") continue;
@@ -167,6 +176,10 @@ export function buildConfig(options: HeadwaterOptions): Config {
     throw new ConfigError("spoolDir (HEADWATER_SPOOL_DIR) must be a path or null");
   }
   checkChoice("wireFormat", cfg.wireFormat, WIRE_FORMATS);
+  if (cfg.registryUrl !== null) checkUrl("registryUrl", cfg.registryUrl);
+  if (cfg.wireFormat === "avro" && cfg.registryUrl === null) {
+    throw new ConfigError("wireFormat 'avro' needs registryUrl (HEADWATER_REGISTRY_URL)");
+  }
   checkChoice("compression", cfg.compression, COMPRESSIONS);
   checkChoice("queuePolicy", cfg.queuePolicy, QUEUE_POLICIES);
   checkChoice("spoolOverflow", cfg.spoolOverflow, SPOOL_OVERFLOW_POLICIES);
@@ -179,7 +192,7 @@ export function buildConfig(options: HeadwaterOptions): Config {
   checkInt("spoolMaxBytes", cfg.spoolMaxBytes, 1024, 2 ** 50);
   checkInt("maxInFlight", cfg.maxInFlight, 1, 64);
   for (const name of ["lingerMs", "exitTimeoutMs"] as const) checkNumber(name, cfg[name], 0, 86_400_000);
-  for (const name of ["requestTimeoutMs", "retryDeadlineMs", "retryBaseMs", "retryMaxMs", "connectionMaxAgeMs"] as const) {
+  for (const name of ["requestTimeoutMs", "retryDeadlineMs", "retryBaseMs", "retryMaxMs", "connectionMaxAgeMs", "schemaRefreshMs"] as const) {
     checkNumber(name, cfg[name], 1, 86_400_000 * 365);
   }
   if (typeof cfg.nodeId !== "string" || cfg.nodeId === "") {

@@ -3,6 +3,7 @@
 import { SDK_NAME, VERSION } from "./version.js";
 
 export const JSON_TYPE = "application/json";
+export const AVRO_TYPE = "application/vnd.headwater.batch+avro";
 const SDK_JSON = JSON.stringify({ name: SDK_NAME, version: VERSION });
 
 /** A sealed batch: consecutive events of one producer, each already encoded as its JSON envelope. */

@@ -30,8 +30,9 @@ def gateway(stack_env: dict[str, str]) -> dict[str, str]:
     return stack_env
 
 
-def produce(endpoint: str, key: str, spool: Path, count: int, run: str, *, mode: str = "send") -> dict[str, Any]:
-    out = subprocess.run(["node", str(PRODUCER), endpoint, key, str(spool), str(count), run, mode],
+def produce(endpoint: str, key: str, spool: Path, count: int, run: str, *, mode: str = "send",
+            registry: str = "") -> dict[str, Any]:
+    out = subprocess.run(["node", str(PRODUCER), endpoint, key, str(spool), str(count), run, mode, registry],
                          capture_output=True, text=True, timeout=600, check=True)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -71,3 +72,14 @@ def test_kill_9_then_restart_on_the_same_spool_delivers_every_spooled_event(gate
     by_seq = arrived(gateway, ready["producer_id"], 2_000, start)
     assert sorted(by_seq) == list(range(2_000))
     assert not list((spool / "batches").glob("*.hwb"))
+
+
+def test_avro_fast_path_reaches_kafka(gateway: dict[str, str], tmp_path: Path) -> None:
+    if "REGISTRY_URL" not in gateway:
+        pytest.skip("the stack has no REGISTRY_URL yet")
+    run = f"run-{uuid.uuid4()}"
+    start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
+    result = produce(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], tmp_path / "spool", 200, run, mode="avro",
+                     registry=gateway["REGISTRY_URL"])
+    assert result["delivered"] and result["metrics"]["acknowledged"] == 200, result
+    assert sorted(arrived(gateway, result["producer_id"], 200, start)) == list(range(200))
