@@ -9,6 +9,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 .PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench bench-spark \
 	pipeline-artifact benchmarks-doc loadtest loadtest-distributed
 .PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed chaos
+.PHONY: setup up down status demo test test-ts test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed
 .PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed \
 	conformance
 
@@ -39,7 +40,13 @@ lint: setup
 test: setup lint
 	@bash sdk-python/scripts/test-pythons.sh  # the SDK's unit tests on Python 3.9 and 3.13 (skipped without pyenv)
 test: setup lint test-go
+test: setup lint test-ts
 	@$(PY) -m pytest $(PYTEST_ARGS)
+
+# The TypeScript SDK: strict type check, lint, node:test (built by setup).
+test-ts: setup
+	@cd sdk-typescript && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/eslint . \
+		&& node --test build/test/*.test.js
 
 test-unit: setup
 	@$(PY) -m pytest -m unit $(PYTEST_ARGS)

@@ -65,5 +65,7 @@ for pom in stack/maven/*/pom.xml; do
 done
 
 bash stack/setup-go.sh  # the Go SDK's toolchain and modules
+# 4. The TypeScript SDK (sdk-typescript/): npm ci from its lockfile, then its build.
+bash stack/setup-node.sh
 
 say "done in $(( $(date +%s) - t0 ))s"

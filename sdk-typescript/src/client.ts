@@ -1,0 +1,323 @@
+/** The public client: track() (never blocks), the batch/linger timer, the send pump, flush(), close(). */
+
+import { EventEmitter } from "node:events";
+import { Batcher } from "./batcher.js";
+import { buildConfig, type Config, type HeadwaterOptions, optionsFromEnv } from "./config.js";
+import { type DeliveryError, EventsDroppedError, InvalidEventError, TransportError, UndeliveredError } from "./errors.js";
+import { checkEventType, checkOptions, encodeEvent, encodeProperties, type EnvelopeParts, type TrackOptions } from "./event.js";
+import { newProducerId } from "./ids.js";
+import * as lifecycle from "./lifecycle.js";
+import { Counters, type Metrics } from "./metrics.js";
+import { type Action, type DeliveryReport, Sender } from "./sender.js";
+import { DiskSpool } from "./spool.js";
+import { SchemaCache } from "./registry.js";
+import { MemoryStore } from "./store.js";
+import { HttpTransport, type Transport } from "./transport.js";
+import type { Batch } from "./wire.js";
+
+/** What track() did: accepted with its seq and event id, or refused (counted in `metrics().dropped`). */
+export type TrackResult =
+  | { readonly ok: true; readonly seq: number; readonly eventId: string }
+  | { readonly ok: false; readonly reason: "queue_full" | "client_closed" };
+
+export type ClientState = "open" | "closing" | "closed";
+
+/** The client's events: `delivery` per batch answered 200/422, `failure` for every problem reported. */
+export interface HeadwaterEvents {
+  delivery: [report: DeliveryReport];
+  failure: [error: DeliveryError];
+}
+
+/** Sends events to a Headwater gateway in batches; see the README for every option. */
+export class Headwater extends EventEmitter<HeadwaterEvents> {
+  readonly config: Config;
+  private stateValue: ClientState = "open";
+  private readonly counters = new Counters();
+  private readonly store: MemoryStore;
+  private readonly spool: DiskSpool | undefined;
+  private readonly transport: Transport;
+  private readonly sender: Sender;
+  private readonly batcher: Batcher;
+  private readonly parts: EnvelopeParts;
+  private readonly abort = new AbortController();
+  private readonly recovered: number;
+  private nextSeq: number;
+  private enqueued = 0;
+  private inFlight = 0;
+  private readonly sends = new Set<Promise<void>>();
+  private readonly extraTransports: Transport[] = [];
+  private lingerTimer: NodeJS.Timeout | undefined;
+  private pausedUntil = 0;
+  private pauseTimer: NodeJS.Timeout | undefined;
+  private closing: Promise<boolean> | undefined;
+  private readonly warned = new Map<string, number>(); // code -> last warning (no `failure` listener)
+
+  /** A client configured from `HEADWATER_*` variables; `overrides` win. */
+  static fromEnv(overrides: Partial<HeadwaterOptions> = {}, env: NodeJS.ProcessEnv = process.env): Headwater {
+    return new Headwater(optionsFromEnv(env, overrides));
+  }
+
+  constructor(options: HeadwaterOptions) {
+    super();
+    const cfg = buildConfig(options);
+    this.config = cfg;
+    const report = (reason: string, n: number, detail: string): void => this.storeDropped(reason, n, detail);
+    if (cfg.spoolDir !== null) {
+      this.spool = new DiskSpool(cfg.spoolDir, cfg.spoolMaxBytes, cfg.spoolOverflow, cfg.spoolFsync === "always", report,
+        (msg) => process.emitWarning(`headwater: ${msg}`));
+      this.store = this.spool;
+      this.nextSeq = this.spool.startSeq;
+    } else {
+      this.store = new MemoryStore(newProducerId(), cfg.maxPendingBatches, 2 ** 50, cfg.spoolOverflow, report);
+      this.nextSeq = 0;
+    }
+    this.recovered = this.store.stats()[1];
+    this.store.onReady = () => this.pump();
+    this.parts = {
+      producerId: this.store.producerId,
+      nodeIdJson: JSON.stringify(cfg.nodeId),
+      contextJson: Object.keys(cfg.context).length > 0 ? JSON.stringify(cfg.context) : null,
+    };
+    this.batcher = new Batcher(this.store.producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
+    this.transport = cfg.transport ?? new HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs);
+    this.sender = new Sender(cfg, this.transport, this.counters, {
+      delivered: (r) => this.safeEmit("delivery", r),
+      failed: (e) => this.fail(e),
+    }, this.abort.signal, this.schemaCache(cfg));
+    if (cfg.handleExit) lifecycle.register(this);
+    if (this.recovered > 0) queueMicrotask(() => this.pump());
+  }
+
+  private schemaCache(cfg: Config): SchemaCache | undefined {
+    if (cfg.wireFormat !== "avro" || cfg.registryUrl === null) return undefined;
+    const transport = cfg.transport ?? new HttpTransport(cfg.registryUrl.startsWith("https:"), 1, cfg.connectionMaxAgeMs);
+    if (transport !== this.transport) this.extraTransports.push(transport);
+    return new SchemaCache(cfg.registryUrl, transport, cfg.schemaRefreshMs, cfg.requestTimeoutMs);
+  }
+
+  /** This producer's id: persisted in the spool directory, else new for each client. */
+  get producerId(): string {
+    return this.store.producerId;
+  }
+
+  /** "open", "closing" or "closed". */
+  get state(): ClientState {
+    return this.stateValue;
+  }
+
+  /**
+   * Queue one event; returns at once. Throws `InvalidEventError` for bad arguments only; a full queue or a
+   * closed client is returned as `{ok: false}`, counted in `metrics().dropped` and emitted as `failure`.
+   */
+  track(eventType: string, properties?: Record<string, unknown> | null, options?: TrackOptions): TrackResult {
+    checkEventType(eventType);
+    const props = encodeProperties(properties);
+    const [partitionKey, eventId, createdAt] = checkOptions(options);
+    if (this.stateValue !== "open") return this.refuse("client_closed", "track() after close()");
+    const batcher = this.batcher;
+    if (batcher.queued >= this.config.maxQueueEvents) {
+      if (this.config.queuePolicy === "drop_newest" || !batcher.evictOldest()) {
+        return this.refuse("queue_full", `the queue holds ${batcher.queued} events (maxQueueEvents)`);
+      }
+      this.counters.settle(0, 0, { queue_full_oldest: 1 });
+      this.fail(new EventsDroppedError("queue_full_oldest", 1, "oldest queued event evicted (queuePolicy drop_oldest)"));
+    }
+    const seq = this.nextSeq;
+    const ev = encodeEvent(eventType, props, partitionKey, eventId, createdAt, seq, this.parts);
+    if (ev.bytes > this.config.maxEventBytes || !batcher.fitsAlone(ev.bytes)) {
+      throw new InvalidEventError(`the event is ${ev.bytes} bytes of JSON, over maxEventBytes (${this.config.maxEventBytes})`);
+    }
+    this.spool?.reserve(seq);
+    this.nextSeq = seq + 1;
+    this.enqueued += 1;
+    const sealedBefore = batcher.sealedCount;
+    const opened = batcher.add(ev.json, ev.bytes, seq);
+    if (opened || !batcher.hasOpen) clearTimeout(this.lingerTimer);
+    if (opened) {
+      this.lingerTimer = setTimeout(() => this.sealOpen(), this.config.lingerMs);
+      this.lingerTimer.unref();
+    }
+    if (batcher.sealedCount !== sealedBefore) this.moveSealed();
+    return { ok: true, seq, eventId: ev.eventId };
+  }
+
+  /** Send everything accepted so far; resolves true once all of it is acknowledged, rejected or dropped. */
+  async flush(timeoutMs?: number): Promise<boolean> {
+    const target = this.enqueued + this.recovered;
+    this.sealOpen();
+    if (this.counters.settled >= target) return true;
+    if (timeoutMs === undefined) {
+      await this.counters.until(target);
+      return true;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.counters.until(target).then(() => true), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Flush for at most `timeoutMs` (default `exitTimeoutMs`), then stop. Resolves when every accepted event
+   * was acknowledged; rejects with `UndeliveredError` otherwise (with a spool, what was not delivered stays
+   * on disk for the next client). Idempotent: a second call settles the same way.
+   */
+  async close(timeoutMs?: number): Promise<void> {
+    const delivered = await this.closeQuietly(timeoutMs);
+    if (!delivered) {
+      const m = this.metrics();
+      const missing = this.enqueued + this.recovered - m.acknowledged;
+      throw new UndeliveredError(missing, `${missing} accepted event(s) were not acknowledged by the gateway ` +
+        `(rejected ${m.rejected}, dropped ${m.droppedTotal}, still spooled ${m.pendingEvents})`);
+    }
+  }
+
+  /** close(), resolving true if every accepted event was acknowledged (never rejects). */
+  closeQuietly(timeoutMs?: number): Promise<boolean> {
+    if (this.closing === undefined) this.closing = this.shutdown(timeoutMs ?? this.config.exitTimeoutMs);
+    return this.closing;
+  }
+
+  /** @internal the exit hook. */
+  closeForExit(): Promise<void> {
+    return this.closeQuietly().then(() => undefined);
+  }
+
+  /** A snapshot of the delivery counters. */
+  metrics(): Metrics {
+    return this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents());
+  }
+
+  private async shutdown(timeoutMs: number): Promise<boolean> {
+    this.stateValue = "closing";
+    const flushed = await this.flush(timeoutMs);
+    this.stateValue = "closed";
+    this.abort.abort();
+    clearTimeout(this.lingerTimer);
+    clearTimeout(this.pauseTimer);
+    this.transport.close(); // ends requests still in flight: nothing is sent after close() returns
+    for (const t of this.extraTransports) t.close();
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.sends]), new Promise((r) => { bound = setTimeout(r, 2000); })]);
+    clearTimeout(bound); // a custom transport may not end its requests at close(): wait 2 s at most
+    const unsent = this.batcher.queued + (this.spool === undefined ? this.idleStoreEvents() : 0);
+    if (unsent > 0) {
+      this.counters.settle(0, 0, { closed_unsent: unsent });
+      this.fail(new EventsDroppedError("closed_unsent", unsent, "client closed before delivery"));
+    }
+    if (this.spool !== undefined) await this.spool.settled();
+    this.store.close(this.nextSeq);
+    lifecycle.unregister(this);
+    return flushed && this.counters.acknowledged >= this.enqueued + this.recovered;
+  }
+
+  private idleStoreEvents(): number {
+    let n = 0;
+    for (let b = this.store.take(); b !== undefined; b = this.store.take()) {
+      n += b.events.length;
+      this.store.ack(b);
+    }
+    return n;
+  }
+
+  private refuse(reason: "queue_full" | "client_closed", detail: string): TrackResult {
+    this.counters.refuse(reason);
+    this.fail(new EventsDroppedError(reason, 1, detail));
+    return { ok: false, reason };
+  }
+
+  /** Report `error` to `failure` listeners; without one, warn (once a minute per code; retries not at all). */
+  private fail(error: DeliveryError): void {
+    if (this.listenerCount("failure") > 0) {
+      this.safeEmit("failure", error);
+      return;
+    }
+    if (error instanceof TransportError) return; // retried; a final failure comes as a drop or a refusal
+    const now = Date.now();
+    if ((this.warned.get(error.code) ?? 0) > now - 60_000) return;
+    this.warned.set(error.code, now);
+    process.emitWarning(`headwater: ${error.message} (add a 'failure' listener to see every report)`, { code: error.code });
+  }
+
+  /** Emit without letting a listener's exception reach the delivery machinery. */
+  private safeEmit<K extends keyof HeadwaterEvents>(event: K, ...args: HeadwaterEvents[K]): void {
+    try {
+      (this.emit as (e: K, ...a: HeadwaterEvents[K]) => boolean)(event, ...args);
+    } catch (err) {
+      process.emitWarning(`headwater: a '${event}' listener threw: ${String(err)}`);
+    }
+  }
+
+  private storeDropped(reason: string, n: number, detail: string): void {
+    this.counters.settle(0, 0, { [reason]: n });
+    this.fail(new EventsDroppedError(reason, n, detail));
+  }
+
+  private sealOpen(): void {
+    clearTimeout(this.lingerTimer);
+    this.lingerTimer = undefined;
+    this.batcher.seal();
+    this.moveSealed();
+  }
+
+  /** Hand sealed batches to the store while it has room (backpressure leaves them queued). */
+  private moveSealed(): void {
+    const store = this.store;
+    for (let b = this.batcher.takeSealed((n) => !store.full(n)); b !== undefined; b = this.batcher.takeSealed((n) => !store.full(n))) {
+      store.append(b);
+    }
+    this.pump();
+  }
+
+  /** Start sends while fewer than `maxInFlight` are running and batches are ready. */
+  private pump(): void {
+    if (this.abort.signal.aborted || Date.now() < this.pausedUntil) return;
+    while (this.inFlight < this.config.maxInFlight) {
+      const batch = this.store.take();
+      if (batch === undefined) return;
+      this.inFlight += 1;
+      const send = this.sender.deliver(batch, this.spool !== undefined).then(
+        (action) => this.settleSend(batch, action),
+        (err: unknown) => {
+          process.emitWarning(`headwater: send failed unexpectedly: ${String(err)}`);
+          this.settleSend(batch, { kind: "release" });
+        },
+      );
+      this.sends.add(send);
+      void send.finally(() => this.sends.delete(send));
+    }
+  }
+
+  private settleSend(batch: Batch, action: Action): void {
+    this.inFlight -= 1;
+    if (action.kind === "ack") {
+      this.store.ack(batch);
+    } else if (action.kind === "split") {
+      this.store.replace(batch, action.parts);
+    } else if (this.abort.signal.aborted && this.spool === undefined) {
+      this.store.ack(batch);
+      this.counters.settle(0, 0, { closed_unsent: batch.events.length });
+      this.fail(new EventsDroppedError("closed_unsent", batch.events.length, "client closed during a retry"));
+    } else {
+      this.store.release(batch);
+      if (!this.abort.signal.aborted) this.pauseSends();
+    }
+    this.moveSealed();
+  }
+
+  /** The gateway stayed away past a batch's retry deadline (spool kept it): pause sends for `retryMaxMs`. */
+  private pauseSends(): void {
+    this.pausedUntil = Date.now() + this.config.retryMaxMs;
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = setTimeout(() => {
+      this.pausedUntil = 0;
+      this.pump();
+    }, this.config.retryMaxMs);
+    this.pauseTimer.unref();
+  }
+}
+

@@ -1,0 +1,85 @@
+/** Delivery counters: what was accepted, sent, acknowledged, rejected, dropped (by reason) and retried. */
+
+/**
+ * A snapshot of a client's counters (events unless the name says batches or bytes). `queued`: events in
+ * memory not yet handed to the store. `enqueued`: events accepted by `track()`. `sent`: events in batches
+ * handed to the transport (a batch resent after its retry deadline counts again). `acknowledged`: events the
+ * gateway accepted. `rejected`: events the gateway rejected permanently. `dropped`: events dropped, by reason.
+ * `retries`: retried send attempts. `pendingBatches`/`pendingEvents`: sealed but not yet acknowledged.
+ * `spoolBytes`: bytes held by the store. `spooledEvents`: pending events already in spool files (they survive a
+ * crash; the others are still being written).
+ */
+export interface Metrics {
+  queued: number;
+  enqueued: number;
+  sent: number;
+  acknowledged: number;
+  rejected: number;
+  dropped: Record<string, number>;
+  droppedTotal: number;
+  retries: number;
+  batchesSent: number;
+  pendingBatches: number;
+  pendingEvents: number;
+  spoolBytes: number;
+  spooledEvents: number;
+}
+
+/** Mutable counters; `settled` (acked + rejected + dropped after acceptance) drives flush() and close(). */
+export class Counters {
+  sent = 0;
+  acknowledged = 0;
+  rejected = 0;
+  retries = 0;
+  batchesSent = 0;
+  settled = 0;
+  readonly dropped: Record<string, number> = {};
+  private waiters: Array<{ target: number; resolve: () => void }> = [];
+
+  /** Count events that reached a final state, and wake flush() waiters whose target is reached. */
+  settle(acknowledged: number, rejected: number, dropped?: Record<string, number>): void {
+    this.acknowledged += acknowledged;
+    this.rejected += rejected;
+    let n = acknowledged + rejected;
+    for (const [reason, count] of Object.entries(dropped ?? {})) {
+      this.dropped[reason] = (this.dropped[reason] ?? 0) + count;
+      n += count;
+    }
+    this.settled += n;
+    if (this.waiters.length > 0) {
+      const ready = this.waiters.filter((w) => w.target <= this.settled);
+      this.waiters = this.waiters.filter((w) => w.target > this.settled);
+      for (const w of ready) w.resolve();
+    }
+  }
+
+  /** Count events refused before they were accepted (no seq): not part of `settled`. */
+  refuse(reason: string, count = 1): void {
+    this.dropped[reason] = (this.dropped[reason] ?? 0) + count;
+  }
+
+  /** Resolves once `settled` reaches `target`. */
+  until(target: number): Promise<void> {
+    if (this.settled >= target) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ target, resolve }));
+  }
+
+  snapshot(queued: number, enqueued: number, store: [number, number, number], spooled: number): Metrics {
+    const dropped = { ...this.dropped };
+    return {
+      queued,
+      enqueued,
+      sent: this.sent,
+      acknowledged: this.acknowledged,
+      rejected: this.rejected,
+      dropped,
+      droppedTotal: Object.values(dropped).reduce((a, b) => a + b, 0),
+      retries: this.retries,
+      batchesSent: this.batchesSent,
+      pendingBatches: store[0],
+      pendingEvents: store[1],
+      spoolBytes: store[2],
+      spooledEvents: spooled,
+    };
+  }
+}

@@ -1,0 +1,192 @@
+/** Delivering one batch: encode, compress, POST with retries, and turn the answer into an action on the store. */
+
+import type { Config } from "./config.js";
+import { compress } from "./compress.js";
+import { BatchRejectedError, EventRejectedError, RetryableStatusError, TransportError, type DeliveryError } from "./errors.js";
+import { splitBatchId } from "./ids.js";
+import type { Counters } from "./metrics.js";
+import { backoffMs, classify, sleep } from "./retry.js";
+import type { HttpResponse, Transport } from "./transport.js";
+import { AvroMismatch, avroBatchBody, framed } from "./avro.js";
+import type { SchemaCache } from "./registry.js";
+import { SDK_NAME, USER_AGENT, VERSION } from "./version.js";
+import { AVRO_TYPE, type Batch, JSON_TYPE, jsonBody, parseError, parseRejections, parseRetryAfter, seqOf } from "./wire.js";
+
+/** What the dispatcher does with the batch afterwards. */
+export type Action = { kind: "ack" } | { kind: "split"; parts: [Batch, Batch] } | { kind: "release" };
+
+/** Reported for every batch the gateway answered with 200 or 422. */
+export interface DeliveryReport {
+  batchId: string;
+  producerId: string;
+  firstSeq: number;
+  lastSeq: number;
+  accepted: number;
+  rejected: EventRejectedError[];
+}
+
+/** Where the sender reports what happened. */
+export interface SenderEvents {
+  delivered(report: DeliveryReport): void;
+  failed(error: DeliveryError): void;
+}
+
+const EVENT_ID = /"event_id":"([^"]*)"/;
+const EVENT_TYPE = /"event_type":"([^"]*)"/;
+
+/** A request body ready to send, and the events the encoder rejected before sending. */
+interface Encoded {
+  body: Buffer;
+  contentType: string;
+  sentIndex: number[]; // position in the batch of each event in the body
+  localRejects: EventRejectedError[];
+}
+
+/** The two halves of a batch (DECISIONS 2): first floor(n/2) events, then the rest, with derived ids. */
+export function split(batch: Batch): [Batch, Batch] {
+  const mid = Math.floor(batch.events.length / 2);
+  const half = (k: number, events: readonly string[]): Batch => ({
+    batchId: splitBatchId(batch.batchId, k),
+    producerId: batch.producerId,
+    firstSeq: seqOf(events[0] as string),
+    lastSeq: seqOf(events[events.length - 1] as string),
+    events,
+    nbytes: events.reduce((s, e) => s + Buffer.byteLength(e), 0),
+  });
+  return [half(0, batch.events.slice(0, mid)), half(1, batch.events.slice(mid))];
+}
+
+/** Sends batches to `{endpoint}/v1/batch`; counts and reports what happened. */
+export class Sender {
+  private readonly url: string;
+  private readonly headers: Record<string, string>;
+  private readonly avroHeaders: Record<string, string>;
+  private readonly firstSent = new Map<string, number>(); // batch id -> sent_at of its first send
+
+  constructor(
+    private readonly cfg: Config,
+    private readonly transport: Transport,
+    private readonly counters: Counters,
+    private readonly events: SenderEvents,
+    private readonly abort: AbortSignal,
+    private readonly schemas: SchemaCache | undefined,
+  ) {
+    this.url = `${cfg.endpoint.replace(/\/+$/, "")}/v1/batch`;
+    this.headers = {
+      "Content-Type": JSON_TYPE,
+      "Content-Encoding": cfg.compression,
+      Authorization: `Bearer ${cfg.writeKey}`,
+      "User-Agent": USER_AGENT,
+    };
+    this.avroHeaders = { ...this.headers, "Content-Type": AVRO_TYPE };
+  }
+
+  /** Send `batch` until answered; `keepOnFailure` (a spool) keeps it after the retry deadline. */
+  async deliver(batch: Batch, keepOnFailure: boolean): Promise<Action> {
+    const n = batch.events.length;
+    this.counters.sent += n;
+    this.counters.batchesSent += 1;
+    let sentAt = this.firstSent.get(batch.batchId);
+    if (sentAt === undefined) {
+      sentAt = Date.now();
+      this.firstSent.set(batch.batchId, sentAt);
+    }
+    const deadline = Date.now() + this.cfg.retryDeadlineMs;
+    let encoded: Encoded | undefined;
+    for (let attempt = 1; ; attempt++) {
+      let failure: TransportError;
+      try {
+        encoded ??= await this.encode(batch, sentAt); // a registry look-up may fail: retried like a send
+        const resp = encoded.sentIndex.length === 0 ? { status: 200, headers: {}, body: Buffer.from("{}") }
+          : await this.transport.send({ method: "POST", url: this.url, headers: encoded.contentType === AVRO_TYPE ? this.avroHeaders : this.headers,
+            body: encoded.body }, this.cfg.requestTimeoutMs);
+        if (classify(resp.status) !== "retry") {
+          this.firstSent.delete(batch.batchId);
+          return this.answered(batch, encoded, resp);
+        }
+        const [code, message] = parseError(resp.body, resp.status);
+        failure = new RetryableStatusError(resp.status, parseRetryAfter(resp.headers["retry-after"]), `${code} ${message}`);
+      } catch (err) {
+        failure = err instanceof TransportError ? err : new TransportError(String(err));
+      }
+      const wait = backoffMs(attempt, this.cfg.retryBaseMs, this.cfg.retryMaxMs,
+        failure instanceof RetryableStatusError ? failure.retryAfter : undefined);
+      if (this.abort.aborted) return { kind: "release" };
+      if (Date.now() + wait > deadline) {
+        this.events.failed(failure);
+        if (keepOnFailure) return { kind: "release" };
+        this.firstSent.delete(batch.batchId);
+        this.counters.settle(0, 0, { retry_deadline: n });
+        this.events.failed(new TransportError(`batch ${batch.batchId}: ${n} event(s) dropped after the retry deadline`, "retry_deadline"));
+        return { kind: "ack" };
+      }
+      this.counters.retries += 1;
+      this.events.failed(failure);
+      if (!(await sleep(wait, this.abort))) return { kind: "release" };
+    }
+  }
+
+  /** The compressed body: JSON, or the Avro fast path with each event framed with its registered schema. */
+  private async encode(batch: Batch, sentAt: number): Promise<Encoded> {
+    const all = batch.events.map((_e, i) => i);
+    if (this.schemas === undefined) {
+      return { body: compress(jsonBody(batch, sentAt), this.cfg.compression), contentType: JSON_TYPE, sentIndex: all, localRejects: [] };
+    }
+    const events: Buffer[] = [];
+    const sentIndex: number[] = [];
+    const localRejects: EventRejectedError[] = [];
+    for (const [i, raw] of batch.events.entries()) {
+      const type = EVENT_TYPE.exec(raw)?.[1] ?? "";
+      const schema = await this.schemas.get(type);
+      const reject = (code: string, message: string): void => {
+        localRejects.push(new EventRejectedError(batch.batchId, EVENT_ID.exec(raw)?.[1] ?? "", seqOf(raw), code, message));
+      };
+      if (schema === null) {
+        reject("unknown_event_type", `no subject for ${type} in the registry`);
+        continue;
+      }
+      const env = JSON.parse(raw) as Record<string, unknown>;
+      const record = { event_id: env.event_id, event_type: env.event_type, producer_id: env.producer_id, seq: env.seq,
+        node_id: env.node_id, created_at: env.created_at, sent_at: sentAt, received_at: null, sdk_name: SDK_NAME,
+        sdk_version: VERSION, context: env.context ?? {}, properties: env.properties ?? {} };
+      try {
+        events.push(framed(schema.id, schema.write, record));
+        sentIndex.push(i);
+      } catch (err) {
+        if (!(err instanceof AvroMismatch)) throw err;
+        reject("schema_mismatch", err.message);
+      }
+    }
+    const body = avroBatchBody(batch.batchId, sentAt, SDK_NAME, VERSION, events);
+    return { body: compress(body, this.cfg.compression), contentType: AVRO_TYPE, sentIndex, localRejects };
+  }
+
+  private answered(batch: Batch, encoded: Encoded, resp: HttpResponse): Action {
+    const outcome = classify(resp.status);
+    const n = batch.events.length;
+    if (outcome === "split" && n > 1) return { kind: "split", parts: split(batch) };
+    if (outcome !== "done") {
+      const [code, message] = parseError(resp.body, resp.status);
+      const fallback = outcome === "split" && code === `http_${resp.status}` ? "event_too_large" : code;
+      this.events.failed(new BatchRejectedError(batch.batchId, resp.status, fallback, message, n));
+      this.counters.settle(0, 0, { [outcome === "split" ? "too_large" : `refused_http_${resp.status}`]: n });
+      return { kind: "ack" };
+    }
+    const rejected: EventRejectedError[] = [...encoded.localRejects];
+    const seen = new Set<number>();
+    for (const r of parseRejections(resp.body)) {
+      const at = encoded.sentIndex[r.index];
+      const event = at === undefined ? undefined : batch.events[at];
+      if (event === undefined || seen.has(r.index)) continue;
+      seen.add(r.index);
+      if (this.schemas !== undefined && r.code.includes("schema")) this.schemas.invalidate(EVENT_TYPE.exec(event)?.[1] ?? "");
+      rejected.push(new EventRejectedError(batch.batchId, EVENT_ID.exec(event)?.[1] ?? "", seqOf(event), r.code, r.message));
+    }
+    const accepted = n - rejected.length;
+    this.counters.settle(accepted, rejected.length);
+    for (const err of rejected) this.events.failed(err);
+    this.events.delivered({ batchId: batch.batchId, producerId: batch.producerId, firstSeq: batch.firstSeq,
+      lastSeq: batch.lastSeq, accepted, rejected });
+    return { kind: "ack" };
+  }
+}
