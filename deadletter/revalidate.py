@@ -1,0 +1,104 @@
+"""Validates a dead letter again with the gateway's own code and builds the record a replay writes.
+
+Each dead letter goes through the path of `POST /v1/batch` as a one-event batch. The gateway functions used
+(the narrow surface this tool depends on): `gateway.wire.decode_json_batch`, `gateway.avro_batch.decode_avro_batch`
+(and its `BATCH_SCHEMA`), `gateway.ingest.plan_json` / `plan_avro` (validate + encode), `gateway.records`
+(`RequestMeta`, `KafkaRecord`), `gateway.config.Limits`, `gateway.errors.GatewayError`, and the schema cache
+(`gateway.registry.SchemaCache`, filled by its own `refresh`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from dataclasses import dataclass
+
+import fastavro
+
+from deadletter.records import Letter
+from gateway.avro_batch import BATCH_SCHEMA, decode_avro_batch
+from gateway.config import Limits
+from gateway.errors import GatewayError
+from gateway.ingest import Plan, plan_avro, plan_json
+from gateway.records import Headers, KafkaRecord, RequestMeta
+from gateway.registry import SchemaCache
+from gateway.wire import WireBatch, WireEvent, decode_json_batch
+
+REPLAY_HEADER = "replayed_from"
+REPLAYED_AT_HEADER = "replayed_at"
+RUN_HEADER = "replay_run"
+_LIMITS = Limits()
+_PLAN_TOPIC = "-"  # plan records for still-invalid events go nowhere: they stay where they are
+
+
+@dataclass(frozen=True)
+class StillInvalid:
+    """A dead letter the gateway's code rejects again, with the reason it gives now."""
+
+    letter: Letter
+    code: str
+    message: str
+
+
+def request_meta(letter: Letter) -> RequestMeta:
+    """The original request's metadata, from the dead letter (received_at keeps the event's original time)."""
+    v = letter.value
+    return RequestMeta.make(v.batch_id, v.received_at, v.source, letter.header("client_ip") or "",
+                            letter.header("user_agent") or "")
+
+
+def json_events(letter: Letter) -> tuple[WireBatch, list[WireEvent]]:
+    """The JSON payload decoded as the gateway decodes a one-event batch; GatewayError when it cannot be.
+
+    The batch's sent_at and sdk are not kept in a dead letter: sent_at becomes received_at, and sdk the
+    User-Agent's `name/version` when it has that shape.
+    """
+    v = letter.value
+    name, _, version = (letter.header("user_agent") or "").partition(" ")[0].partition("/")
+    body = b"".join([
+        b'{"batch_id":', json.dumps(v.batch_id).encode(), b',"sent_at":', str(v.received_at).encode(),
+        b',"sdk":', json.dumps({"name": name or "unknown", "version": version or "unknown"}).encode(),
+        b',"events":[', letter.raw_payload, b"]}",
+    ])
+    return decode_json_batch(body, _LIMITS)
+
+
+def plan(letter: Letter, cache: SchemaCache) -> Plan:
+    """The gateway's plan for this one event, on the schemas the cache holds now."""
+    meta = request_meta(letter)
+    if letter.value.payload_encoding == "json":
+        batch, events = json_events(letter)
+        return plan_json(batch, events, cache, meta, _PLAN_TOPIC)
+    return plan_avro(avro_events(letter), cache, meta, _PLAN_TOPIC)
+
+
+def avro_events(letter: Letter) -> list[bytes]:
+    """The framed Avro payload checked as the gateway checks a one-event Avro batch (framing, size)."""
+    v = letter.value
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, BATCH_SCHEMA, {
+        "batch_id": v.batch_id, "sent_at": v.received_at, "sdk_name": "unknown", "sdk_version": "unknown",
+        "events": [letter.raw_payload]})
+    return decode_avro_batch(buf.getvalue(), _LIMITS).events
+
+
+def replay_headers(letter: Letter, topic: str, run: str, now_ms: int) -> Headers:
+    """The dead letter's headers (the original event's) less its reason, plus where and when it was replayed."""
+    kept = [(k, v) for k, v in letter.headers if k != "reason"]
+    return [*kept, (REPLAY_HEADER, f"{topic}:{letter.position}".encode()),
+            (REPLAYED_AT_HEADER, str(now_ms).encode()), (RUN_HEADER, run.encode())]
+
+
+def revalidate(letter: Letter, cache: SchemaCache, topic: str, run: str) -> KafkaRecord | StillInvalid:
+    """The event record to write (same topic, key and value the gateway would write), or why it still fails."""
+    try:
+        result = plan(letter, cache)
+    except GatewayError as exc:  # the whole (one-event) request fails: a clean code, never a crash
+        return StillInvalid(letter, exc.code, str(exc))
+    if result.rejected:
+        rej = result.rejected[0]
+        return StillInvalid(letter, rej.code, rej.message)
+    record = result.records[0]
+    return KafkaRecord(record.topic, record.key, record.value,
+                       replay_headers(letter, topic, run, int(time.time() * 1000)))
