@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import fastavro
 from confluent_kafka import KafkaException
 
 from deadletter.config import ConfigError, ToolConfig
@@ -81,10 +84,25 @@ def _show(cfg: ToolConfig, position: str) -> int:
         "batch_id": v.batch_id, "index": v.index, "received_at": v.received_at, "source": v.source,
         "key": letter.key.decode(errors="replace"),
         "headers": {k: val.decode(errors="replace") for k, val in letter.headers},
-        "payload_encoding": v.payload_encoding, "payload": decoded_payload(letter),
+        "payload_encoding": v.payload_encoding, "payload": decoded_payload(letter, _writer_schema(cfg, letter)),
     }
     print(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
     return 0
+
+
+def _writer_schema(cfg: ToolConfig, letter: Letter) -> Any:
+    """The parsed writer schema of an Avro payload from the registry, or None (then only the envelope shows)."""
+    framed = letter.raw_payload
+    if letter.value.payload_encoding != "avro" or len(framed) < 5 or not cfg.registry_url:
+        return None
+    url = f"{cfg.registry_url.rstrip('/')}/schemas/ids/{int.from_bytes(framed[1:5], 'big')}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            schema = fastavro.parse_schema(json.loads(json.loads(resp.read())["schema"]))
+        fastavro.schemaless_reader(io.BytesIO(framed[5:]), schema)
+    except Exception:  # unknown id, registry down, unreadable bytes: show the envelope instead
+        return None
+    return schema
 
 
 def _replay(cfg: ToolConfig, args: argparse.Namespace) -> int:

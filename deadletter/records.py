@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
+from gateway.avro_batch import Envelope, read_envelope
 from gateway.records import DeadLetter, Headers
 
 _decoder = msgspec.json.Decoder(DeadLetter)
@@ -47,9 +49,27 @@ class Letter:
                 return value.decode(errors="replace")
         return None
 
+    @functools.cached_property
+    def envelope(self) -> Envelope | None:
+        """An Avro payload's envelope fields (the gateway leaves them out when it could not read the schema id)."""
+        if self.value.payload_encoding != "avro":
+            return None
+        try:
+            return read_envelope(self.raw_payload[5:])
+        except (IndexError, ValueError, UnicodeDecodeError):
+            return None
+
+    @property
+    def event_type(self) -> str | None:
+        return self.value.event_type or (self.envelope.event_type if self.envelope else None)
+
+    @property
+    def event_id(self) -> str | None:
+        return self.value.event_id or (self.envelope.event_id if self.envelope else None)
+
     @property
     def producer_id(self) -> str | None:
-        return self.header("producer_id") or None
+        return self.header("producer_id") or (self.envelope.producer_id if self.envelope else None)
 
     @property
     def version_label(self) -> str:
@@ -98,7 +118,7 @@ class Selection:
     def matches(self, letter: Letter) -> bool:
         v = letter.value
         return ((self.reason is None or v.reason == self.reason)
-                and (self.event_type is None or v.event_type == self.event_type)
+                and (self.event_type is None or letter.event_type == self.event_type)
                 and (self.version is None or v.version == self.version)
                 and (self.source is None or v.source == self.source)
                 and (self.since_ms is None or v.received_at >= self.since_ms)
@@ -110,8 +130,6 @@ def decoded_payload(letter: Letter, reader: Any = None) -> Any:
     when given, else its envelope fields only."""
     if letter.value.payload_encoding == "json":
         return letter.value.payload
-    from gateway.avro_batch import read_envelope  # noqa: PLC0415 - only the Avro path needs it
-
     framed = letter.raw_payload
     schema_id = int.from_bytes(framed[1:5], "big") if len(framed) >= 5 else None
     if reader is not None:
@@ -120,8 +138,7 @@ def decoded_payload(letter: Letter, reader: Any = None) -> Any:
         import fastavro  # noqa: PLC0415
 
         return {"schema_id": schema_id, "event": fastavro.schemaless_reader(io.BytesIO(framed[5:]), reader)}
-    try:
-        env = read_envelope(framed[5:])
-    except (IndexError, ValueError, UnicodeDecodeError) as exc:
-        return {"schema_id": schema_id, "unreadable": repr(exc), "base64": letter.value.payload}
+    env = letter.envelope
+    if env is None:
+        return {"schema_id": schema_id, "unreadable": "no event envelope", "base64": letter.value.payload}
     return {"schema_id": schema_id, "envelope": env._asdict(), "base64": letter.value.payload}

@@ -83,10 +83,13 @@ def avro_events(letter: Letter) -> list[bytes]:
     return decode_avro_batch(buf.getvalue(), _LIMITS).events
 
 
-def replay_headers(letter: Letter, topic: str, run: str, now_ms: int) -> Headers:
-    """The dead letter's headers (the original event's) less its reason, plus where and when it was replayed."""
-    kept = [(k, v) for k, v in letter.headers if k != "reason"]
-    return [*kept, (REPLAY_HEADER, f"{topic}:{letter.position}".encode()),
+def replay_headers(letter: Letter, event_headers: Headers, topic: str, run: str, now_ms: int) -> Headers:
+    """The headers the gateway gives the event (rebuilt from the original request's values: an Avro dead letter
+    whose schema id was unknown has no event_id / producer_id headers), any other header of the dead letter
+    but its reason, and where, when and by which run it was replayed."""
+    names = {k for k, _ in event_headers} | {"reason"}
+    extra = [(k, v) for k, v in letter.headers if k not in names]
+    return [*event_headers, *extra, (REPLAY_HEADER, f"{topic}:{letter.position}".encode()),
             (REPLAYED_AT_HEADER, str(now_ms).encode()), (RUN_HEADER, run.encode())]
 
 
@@ -101,4 +104,4 @@ def revalidate(letter: Letter, cache: SchemaCache, topic: str, run: str) -> Kafk
         return StillInvalid(letter, rej.code, rej.message)
     record = result.records[0]
     return KafkaRecord(record.topic, record.key, record.value,
-                       replay_headers(letter, topic, run, int(time.time() * 1000)))
+                       replay_headers(letter, record.headers, topic, run, int(time.time() * 1000)))

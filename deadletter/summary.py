@@ -29,7 +29,7 @@ class Group:
 
 def key_of(letter: Letter) -> GroupKey:
     v = letter.value
-    return (v.reason, v.event_type or "-", letter.version_label, v.source)
+    return (v.reason, letter.event_type or "-", letter.version_label, v.source)
 
 
 def summarise(letters: Iterable[Letter]) -> dict[GroupKey, Group]:
@@ -72,8 +72,8 @@ def summary_table(groups: dict[GroupKey, Group]) -> str:
 
 def list_row(letter: Letter) -> list[str]:
     v = letter.value
-    return [letter.position, iso(v.received_at), v.reason, v.event_type or "-", letter.version_label, v.source,
-            v.event_id or "-", v.message[:80]]
+    return [letter.position, iso(v.received_at), v.reason, letter.event_type or "-", letter.version_label, v.source,
+            letter.event_id or "-", v.message[:80]]
 
 
 LIST_HEADER = ["at", "received_at", "reason", "event_type", "version", "source", "event_id", "message"]
