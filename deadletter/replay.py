@@ -12,22 +12,21 @@ earlier run are removed downstream by `event_id`, like any retry's).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
 from deadletter.config import ToolConfig
+from deadletter.gateway_code import GatewayError, load_cache
 from deadletter.read import OFFSET_BEGINNING, consumer_config, drain, end_offsets, partitions_of, to_letter
 from deadletter.records import BadRecord, Selection
 from deadletter.revalidate import StillInvalid, revalidate
 from gateway.producer import kafka_config, produce_record
 from gateway.records import KafkaRecord
-from gateway.registry import HttpRegistry, SchemaCache
-from gateway.schemas import load_routes
 
 
 class ReplayError(RuntimeError):
@@ -58,30 +57,10 @@ def group_id(run: str) -> str:
     return f"headwater.deadletter.replay.{run}"
 
 
-def load_cache(registry_url: str) -> SchemaCache:
-    """Every registered version of every catalog subject, loaded with the gateway's own cache."""
-    if not registry_url:
-        raise ReplayError("REGISTRY_URL is not set")
-
-    async def fill() -> SchemaCache:
-        source = HttpRegistry(registry_url, 10.0)
-        cache = SchemaCache(load_routes(), source)
-        try:
-            await cache.refresh()
-        finally:
-            await source.close()
-        return cache
-
-    cache = asyncio.run(fill())
-    if not cache.healthy:
-        raise ReplayError(f"registry {registry_url} unreachable: see the warning above")
-    return cache
-
-
 class _Run:
     """One replay: the run's consumer (group offsets = progress) and its transactional producer."""
 
-    def __init__(self, cfg: ToolConfig, opts: ReplayOptions, cache: SchemaCache,
+    def __init__(self, cfg: ToolConfig, opts: ReplayOptions, cache: Any,
                  progress: Callable[[str], None]) -> None:
         self.cfg, self.opts, self.cache, self.progress = cfg, opts, cache, progress
         self.report = ReplayReport()
@@ -179,7 +158,12 @@ def _produce(producer: Producer, record: KafkaRecord) -> None:
 
 def replay(cfg: ToolConfig, opts: ReplayOptions, progress: Callable[[str], None] = print) -> ReplayReport:
     """Run (or resume) the replay named `opts.run` up to the dead-letter topic's current end."""
-    cache = load_cache(cfg.registry_url)
+    if not cfg.registry_url:
+        raise ReplayError("REGISTRY_URL is not set")
+    try:
+        cache = load_cache(cfg.registry_url)
+    except GatewayError as exc:
+        raise ReplayError(str(exc)) from None
     run = _Run(cfg, opts, cache, progress)
     try:
         return run.run()

@@ -1,10 +1,7 @@
 """Validates a dead letter again with the gateway's own code and builds the record a replay writes.
 
-Each dead letter goes through the path of `POST /v1/batch` as a one-event batch. The gateway functions used
-(the narrow surface this tool depends on): `gateway.wire.decode_json_batch`, `gateway.avro_batch.decode_avro_batch`
-(and its `BATCH_SCHEMA`), `gateway.ingest.plan_json` / `plan_avro` (validate + encode), `gateway.records`
-(`RequestMeta`, `KafkaRecord`), `gateway.config.Limits`, `gateway.errors.GatewayError`, and the schema cache
-(`gateway.registry.SchemaCache`, filled by its own `refresh`).
+Each dead letter goes through the path of `POST /v1/batch` as a one-event batch (deadletter/gateway_code.py
+names the gateway functions used).
 """
 
 from __future__ import annotations
@@ -13,17 +10,22 @@ import io
 import json
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import fastavro
 
+from deadletter.gateway_code import (
+    BATCH_SCHEMA,
+    GatewayError,
+    Limits,
+    Plan,
+    RequestMeta,
+    decode_json_batch,
+    plan_avro,
+    plan_json,
+)
 from deadletter.records import Letter
-from gateway.avro_batch import BATCH_SCHEMA, decode_avro_batch
-from gateway.config import Limits
-from gateway.errors import GatewayError
-from gateway.ingest import Plan, plan_avro, plan_json
-from gateway.records import Headers, KafkaRecord, RequestMeta
-from gateway.registry import SchemaCache
-from gateway.wire import WireBatch, WireEvent, decode_json_batch
+from gateway.records import Headers, KafkaRecord
 
 REPLAY_HEADER = "replayed_from"
 REPLAYED_AT_HEADER = "replayed_at"
@@ -48,7 +50,7 @@ def request_meta(letter: Letter) -> RequestMeta:
                             letter.header("user_agent") or "")
 
 
-def json_events(letter: Letter) -> tuple[WireBatch, list[WireEvent]]:
+def json_events(letter: Letter) -> tuple[Any, list[Any]]:
     """The JSON payload decoded as the gateway decodes a one-event batch; GatewayError when it cannot be.
 
     The batch's sent_at and sdk are not kept in a dead letter: sent_at becomes received_at, and sdk the
@@ -64,23 +66,23 @@ def json_events(letter: Letter) -> tuple[WireBatch, list[WireEvent]]:
     return decode_json_batch(body, _LIMITS)
 
 
-def plan(letter: Letter, cache: SchemaCache) -> Plan:
+def plan(letter: Letter, cache: Any) -> Plan:
     """The gateway's plan for this one event, on the schemas the cache holds now."""
     meta = request_meta(letter)
     if letter.value.payload_encoding == "json":
         batch, events = json_events(letter)
         return plan_json(batch, events, cache, meta, _PLAN_TOPIC)
-    return plan_avro(avro_events(letter), cache, meta, _PLAN_TOPIC)
+    return plan_avro(avro_body(letter), cache, meta, _PLAN_TOPIC)
 
 
-def avro_events(letter: Letter) -> list[bytes]:
-    """The framed Avro payload checked as the gateway checks a one-event Avro batch (framing, size)."""
+def avro_body(letter: Letter) -> bytes:
+    """The framed Avro payload as a one-event Avro batch, which the gateway's code checks and plans."""
     v = letter.value
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, BATCH_SCHEMA, {
         "batch_id": v.batch_id, "sent_at": v.received_at, "sdk_name": "unknown", "sdk_version": "unknown",
         "events": [letter.raw_payload]})
-    return decode_avro_batch(buf.getvalue(), _LIMITS).events
+    return buf.getvalue()
 
 
 def replay_headers(letter: Letter, event_headers: Headers, topic: str, run: str, now_ms: int) -> Headers:
@@ -93,7 +95,7 @@ def replay_headers(letter: Letter, event_headers: Headers, topic: str, run: str,
             (REPLAYED_AT_HEADER, str(now_ms).encode()), (RUN_HEADER, run.encode())]
 
 
-def revalidate(letter: Letter, cache: SchemaCache, topic: str, run: str) -> KafkaRecord | StillInvalid:
+def revalidate(letter: Letter, cache: Any, topic: str, run: str) -> KafkaRecord | StillInvalid:
     """The event record to write (same topic, key and value the gateway would write), or why it still fails."""
     try:
         result = plan(letter, cache)

@@ -11,14 +11,13 @@ from typing import Any
 import fastavro
 import pytest
 
+from deadletter.gateway_code import new_cache
 from deadletter.records import BadRecord, Letter, Selection, decoded_payload, parse
 from deadletter.revalidate import REPLAY_HEADER, RUN_HEADER, StillInvalid, revalidate
 from deadletter.summary import parse_time, summarise, summary_table
 from gateway.records import KafkaRecord, Rejection, RequestMeta, SchemaRef, dead_letter, frame
-from gateway.registry import SchemaCache
-from gateway.schemas import load_routes
 from schemas.catalog import load_catalog
-from tests.gateway.helpers import FakeRegistry, page_view
+from tests.deadletter.fakes import FakeRegistry, page_view, page_view_v3
 
 pytestmark = pytest.mark.unit
 DL_TOPIC = "headwater.deadletter"
@@ -46,22 +45,16 @@ def avro_letter(framed: bytes, schema_id: int, event: dict[str, Any]) -> Letter:
     return parse(0, 2, rec.key, rec.value, list(rec.headers))
 
 
-def cache_of(registry: FakeRegistry) -> SchemaCache:
-    cache = SchemaCache(load_routes(), registry)
+def cache_of(registry: FakeRegistry) -> Any:
+    cache = new_cache(registry)
     asyncio.run(cache.refresh())
     return cache
 
 
 def add_version(registry: FakeRegistry, version: int, schema_id: int) -> str:
     """A page_view version with one more optional property field, served under `schema_id`."""
-    schema = json.loads(load_catalog().event_types["page_view"].schema_text(2))
-    props = next(f for f in schema["fields"] if f["name"] == "properties")
-    props["type"]["fields"].append({"name": "referrer_v3", "type": ["null", "string"], "default": None})
-    text = json.dumps(schema)
-    doc = {"subject": SUBJECT, "version": version, "id": schema_id, "schema": text}
-    registry.docs[f"/subjects/{SUBJECT}/versions/{version}"] = doc
-    registry.docs[f"/subjects/{SUBJECT}/versions"].append(version)
-    registry.by_id[schema_id] = doc
+    text = page_view_v3(load_catalog().event_types["page_view"].schema_text(2))
+    registry.add(SUBJECT, version, schema_id, text)
     return text
 
 
@@ -143,9 +136,7 @@ def test_json_payload_that_no_longer_decodes_gets_the_gateways_code() -> None:
 
 def test_avro_replay_forwards_the_framed_bytes_once_the_schema_id_is_known() -> None:
     registry = FakeRegistry()
-    text = add_version(registry, 3, 77)
-    del registry.by_id[77]  # not known yet when the event was rejected
-    registry.docs[f"/subjects/{SUBJECT}/versions"].remove(3)
+    text = page_view_v3(load_catalog().event_types["page_view"].schema_text(2))  # not registered yet
     event = page_view(9, "avro")
     record: dict[str, Any] = {**event, "sent_at": 1, "received_at": 2, "sdk_name": "s", "sdk_version": "v"}
     record["properties"] = {**record["properties"], "referrer_v3": "r"}
