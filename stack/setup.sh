@@ -64,4 +64,7 @@ for pom in stack/maven/*/pom.xml; do
   echo "$stamp" > "$JARS/$name.stamp"
 done
 
+# 4. Chromium and promtool for the console's browser test and the alert-rule tests (stack/setup-browser.sh).
+bash stack/setup-browser.sh
+
 say "done in $(( $(date +%s) - t0 ))s"
