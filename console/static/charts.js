@@ -10,7 +10,7 @@ function formatNumber(v) {
   const a = Math.abs(v);
   if (a >= 1e6) return (v / 1e6).toFixed(1) + "M";
   if (a >= 1e3) return (v / 1e3).toFixed(1) + "k";
-  if (a >= 10 || a === 0) return v.toFixed(0);
+  if (a >= 10 || Number.isInteger(v)) return v.toFixed(0);
   return v.toFixed(2);
 }
 
