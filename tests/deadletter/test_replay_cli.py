@@ -128,7 +128,7 @@ def test_incident_replay_survives_kill_9_and_writes_each_event_once(incident_env
     assert register(env, "purchase", purchase_schema) == purchase_id
     register(env, "page_view", new_version_schema("page_view", "referrer_v3"))
 
-    args = ["replay", "--run", "incident-1", "--since", since, "--per-transaction", "4", "--rate", "15"]
+    args = ["replay", "--run", "incident-1", "--since", since, "--per-transaction", "4", "--rate", "10"]
     killed = run_until_killed(env, args, after_transactions=3)
     assert not any(line.startswith("{") for line in killed), killed  # it did not finish
     second = cli(env, *args[:-2])
