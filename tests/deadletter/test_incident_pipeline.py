@@ -20,7 +20,8 @@ from stack.config import REPO_ROOT
 from tests.deadletter.incident import cli, json_batch, last_json, new_version_schema, post, register
 from tests.spark_pipeline.truth import live_aggregates
 
-pytestmark = [pytest.mark.spark, pytest.mark.integration]
+# Two Spark runs (JVM start-up each) on a shared 2-core machine: far beyond the suite's 300 s default.
+pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.timeout(1200)]
 EVENTS = 30
 LOST = range(10, 20)  # the seqs that named the unregistered version
 
