@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = StackConfig.from_env()
     env = read_env(cfg.env_file)
     outputs = cfg.state_dir / "pipeline"
+    if "CONSOLE_URL" in env:
+        print(f"console (live charts): {env['CONSOLE_URL']}/", flush=True)
     print(f"stack: Kafka {env['KAFKA_BOOTSTRAP']}, registry {env['REGISTRY_URL']}, gateway {env['GATEWAY_URL']}")
     print(f"starting the Spark pipeline (outputs under {outputs}); live aggregates print below as they update")
     # The console sink's tables go to stdout (this terminal); Spark's own logging goes to a file.
@@ -144,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  Kafka topic {env['AGGREGATES_TOPIC']} (Avro, subject in the registry), dead letters in "
           f"{env['DEADLETTER_TOPIC']}")
     print("recompute everything from the log: .venv/bin/python -m spark_pipeline replay --output /tmp/replay")
+    print("dead letters: .venv/bin/python -m deadletter summary (docs/operations.md)")
     print("stop the stack with `make down`")
     return 0
 

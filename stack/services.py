@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import socket
 import sys
 import time
 import urllib.error
@@ -139,6 +140,31 @@ def gateway_service(cfg: StackConfig) -> HttpService:
                        endpoints=_Lazy(endpoints), env=_Lazy(env))
 
 
+def console_service(cfg: StackConfig) -> HttpService:
+    """The operator's console (`console/`): a read-only page on loopback, ready once it serves /healthz.
+
+    Port: HEADWATER_CONSOLE_PORT, else 8090 next to the default gateway port, else (a stack on chosen ports,
+    such as the tests') a free one, kept in <state>/console/port so that every later `up` finds it again.
+    """
+    port = int(os.environ.get("HEADWATER_CONSOLE_PORT") or (8090 if cfg.gateway_port == 8080 else _kept_port(cfg)))
+    return HttpService(name="console", module="console", port=port, ready_path="/healthz",
+                       endpoints={"CONSOLE_URL": f"http://127.0.0.1:{port}"},
+                       env={"HEADWATER_CONSOLE_HOST": "127.0.0.1", "HEADWATER_CONSOLE_PORT": str(port),
+                            "HEADWATER_PIPELINE_DIR": str(cfg.state_dir / "pipeline")})
+
+
+def _kept_port(cfg: StackConfig) -> int:
+    path = cfg.state_dir / "console" / "port"
+    if path.exists():
+        return int(path.read_text())
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(str(port))
+    return port
+
+
 def services(cfg: StackConfig) -> list[HttpService]:
     """The services `up` starts after Kafka, in order (`down` stops them in reverse order)."""
-    return [registry_service(cfg), gateway_service(cfg)]
+    return [registry_service(cfg), gateway_service(cfg), console_service(cfg)]

@@ -67,5 +67,7 @@ done
 bash stack/setup-go.sh  # the Go SDK's toolchain and modules
 # 4. The TypeScript SDK (sdk-typescript/): npm ci from its lockfile, then its build.
 bash stack/setup-node.sh
+# 4. Chromium and promtool for the console's browser test and the alert-rule tests (stack/setup-browser.sh).
+bash stack/setup-browser.sh
 
 say "done in $(( $(date +%s) - t0 ))s"

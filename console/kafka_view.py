@@ -1,0 +1,139 @@
+"""What the console reads from Kafka: the newest window aggregates, dead letters by reason, topic end offsets.
+
+Blocking (confluent-kafka): the app calls `poll` on a worker thread. Each call reads at most `budget`
+records, so a long topic is caught up over several samples rather than in one long stall.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import urllib.request
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from console.config import ConsoleConfig
+
+AggKey = tuple[str, int, str, str]  # granularity, window start (epoch ms), event type, region
+MAX_WINDOWS = 400
+
+
+@dataclass
+class KafkaFigures:
+    """What one poll leaves behind (cumulative)."""
+
+    aggregates: dict[AggKey, dict[str, Any]] = field(default_factory=dict)
+    deadletters_by_reason: Counter[str] = field(default_factory=Counter)
+    deadletters_total: int = 0
+    events_end: dict[int, int] = field(default_factory=dict)
+    error: str | None = None
+
+
+class SchemaLookup:
+    """Writer schemas by id from the registry (`/schemas/ids/<id>`), parsed once."""
+
+    def __init__(self, registry_url: str) -> None:
+        self._url = registry_url
+        self._parsed: dict[int, Any] = {}
+
+    def get(self, schema_id: int) -> Any:
+        if schema_id not in self._parsed:
+            with urllib.request.urlopen(f"{self._url}/schemas/ids/{schema_id}", timeout=5) as resp:
+                self._parsed[schema_id] = fastavro.parse_schema(json.loads(json.loads(resp.read())["schema"]))
+        return self._parsed[schema_id]
+
+
+def window_row(value: bytes, schemas: SchemaLookup) -> tuple[AggKey, dict[str, Any]] | None:
+    """An aggregates record (Confluent framing, Avro) as its key and the figures the page shows."""
+    if len(value) < 5 or value[0] != 0:
+        return None
+    schema = schemas.get(int.from_bytes(value[1:5], "big"))
+    row: dict[str, Any] = fastavro.schemaless_reader(io.BytesIO(value[5:]), schema)  # type: ignore[assignment]
+    start = row["window_start"]
+    start_ms = int(start.timestamp() * 1000) if hasattr(start, "timestamp") else int(start)
+    key = (str(row["granularity"]), start_ms, str(row["event_type"]), str(row["region"]))
+    return key, {"events": int(row["events"]), "distinct_users": int(row.get("distinct_users") or 0)}
+
+
+class KafkaView:
+    def __init__(self, cfg: ConsoleConfig, budget: int = 5000) -> None:
+        self.topics = (cfg.events_topic, cfg.deadletter_topic, cfg.aggregates_topic)
+        self.budget = budget
+        self.figures = KafkaFigures()
+        self._schemas = SchemaLookup(cfg.registry_url)
+        self._consumer = Consumer({
+            "bootstrap.servers": cfg.bootstrap, "group.id": f"headwater.console.{uuid.uuid4()}",
+            "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+        })
+        self._assigned = False
+
+    def _assign(self) -> None:
+        _, dl, agg = self.topics
+        meta = self._consumer.list_topics(timeout=5).topics
+        parts = [TopicPartition(t, p, -2) for t in (dl, agg) if t in meta for p in meta[t].partitions]
+        if parts:
+            self._consumer.assign(parts)
+            self._assigned = True
+
+    def poll(self) -> KafkaFigures:
+        """Read what arrived since the last call (up to the budget) and the events topic's end offsets."""
+        f = self.figures
+        try:
+            if not self._assigned:
+                self._assign()
+            f.events_end = self._end_offsets(self.topics[0])
+            for msg in self._consumer.consume(self.budget, timeout=0.5) if self._assigned else []:
+                err = msg.error()
+                if err is not None:
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        f.error = str(err)
+                    continue
+                self._take(msg.topic() or "", msg.value() or b"")
+            f.error = None
+        except Exception as exc:  # Kafka or registry down: the page says so, the next poll tries again
+            f.error = f"{type(exc).__name__}: {exc}"
+        return f
+
+    def _end_offsets(self, topic: str) -> dict[int, int]:
+        meta = self._consumer.list_topics(topic, timeout=5).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return {}
+        return {p: self._consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1]
+                for p in meta.partitions}
+
+    def _take(self, topic: str, value: bytes) -> None:
+        f = self.figures
+        if topic == self.topics[1]:
+            try:
+                reason = str(json.loads(value).get("reason", "?"))
+            except (ValueError, AttributeError):
+                reason = "unreadable"
+            f.deadletters_by_reason[reason] += 1
+            f.deadletters_total += 1
+        elif topic == self.topics[2]:
+            parsed = window_row(value, self._schemas)
+            if parsed is not None:
+                f.aggregates[parsed[0]] = parsed[1]
+                if len(f.aggregates) > MAX_WINDOWS:
+                    for key in sorted(f.aggregates, key=lambda k: k[1])[:len(f.aggregates) - MAX_WINDOWS]:
+                        del f.aggregates[key]
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def newest_windows(aggregates: dict[AggKey, dict[str, Any]], granularity: str) -> dict[str, Any]:
+    """The newest window of `granularity`: its start and events per (event type, region)."""
+    starts = [k[1] for k in aggregates if k[0] == granularity]
+    if not starts:
+        return {"granularity": granularity, "window_start": None, "rows": []}
+    newest = max(starts)
+    rows = [{"event_type": k[2], "region": k[3], **v} for k, v in aggregates.items()
+            if k[0] == granularity and k[1] == newest]
+    rows.sort(key=lambda r: (r["event_type"], r["region"]))
+    return {"granularity": granularity, "window_start": newest, "rows": rows}
