@@ -6,12 +6,8 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench bench-spark \
-	pipeline-artifact benchmarks-doc loadtest loadtest-distributed
-.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed chaos
-.PHONY: setup up down status demo test test-ts test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed
-.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed \
-	conformance
+.PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
+	bench bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos
 
 setup:
 	@bash stack/setup.sh
@@ -37,11 +33,14 @@ lint: setup
 	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/conformance
 
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
-test: setup lint
-	@bash sdk-python/scripts/test-pythons.sh  # the SDK's unit tests on Python 3.9 and 3.13 (skipped without pyenv)
-test: setup lint test-go
-test: setup lint test-ts
+# Go and TypeScript SDK checks, the Python SDK on its other Pythons, then pytest (which includes the conformance
+# vectors of every SDK and the gateway: tests/conformance/).
+test: setup lint test-go test-ts test-pythons
 	@$(PY) -m pytest $(PYTEST_ARGS)
+
+# The Python SDK's unit tests on Python 3.9 and 3.13 (pyenv's; skipped, saying so, where they are absent).
+test-pythons: setup
+	@bash sdk-python/scripts/test-pythons.sh
 
 # The TypeScript SDK: strict type check, lint, node:test (built by setup).
 test-ts: setup
@@ -102,17 +101,14 @@ loadtest: setup
 loadtest-distributed: setup
 	@$(PY) -m loadtest.run $(LOADTEST_ARGS) --workers $(WORKERS)
 
-# Conformance vectors (sdk-specs/README.md) against every SDK of sdk-specs/conformance/sdks.json and the gateway
-# (on a private stack, or on CONFORMANCE_STACK_ENV=.headwater/stack.env); writes sdk-specs/compliance.md.
-# SDK=<name|gateway> runs one target, VECTOR=<id prefix> some vectors.
 # The Go SDK: vet and the race-enabled unit tests (the integration test runs in pytest: tests/sdk_go/).
-.PHONY: test-go bench-go
 test-go: setup
 	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
 
 # Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/bench/README.md).
 bench-go: setup
 	@cd sdk-go/bench && GOTOOLCHAIN=local $(GO) test -run '^$$' -bench . -benchmem -benchtime 100000x .
+
 # Conformance vectors (sdk-specs/README.md) against every SDK in sdk-specs/conformance/sdks.json and the real gateway
 # (on a private stack, or STACK_ENV=.headwater/stack.env); writes sdk-specs/compliance.md. SDK=<name|gateway>, VECTOR=<id prefix>.
 conformance: setup

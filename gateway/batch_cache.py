@@ -14,14 +14,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from gateway.limits import Answer
+
 log = logging.getLogger("gateway.batch_cache")
 PRUNE_EVERY = 1000  # answers written between two prunes of the oldest ones
 LOCAL_SIZE = 4096   # this worker's most recent answers, also kept in memory
-_Row = tuple[str, str, int, str]
+_Row = tuple[str, str, int, str, bytes]
 
 
 class SharedCommittedBatches:
-    """(source, batch_id) -> (status, body) of the last `size` committed batches, across processes.
+    """(source, batch_id) -> (status, body, events digest) of the last `size` committed batches, across processes.
 
     `put` keeps the answer in memory at once and queues it for a writer thread, which writes everything queued in
     one transaction (group commit: one write per batch cost ~0.25 ms of the event loop); `written()` returns once
@@ -34,7 +36,7 @@ class SharedCommittedBatches:
     def __init__(self, path: Path, size: int, busy_timeout_s: float = 1.0) -> None:
         self.size = size
         self._written = 0
-        self._local: collections.OrderedDict[tuple[str, str], tuple[int, dict[str, Any]]] = collections.OrderedDict()
+        self._local: collections.OrderedDict[tuple[str, str], Answer] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._queue: list[_Row] = []
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
@@ -44,6 +46,7 @@ class SharedCommittedBatches:
         self._db = self._connect(path, busy_timeout_s)  # the writer thread's
         self._db.execute("CREATE TABLE IF NOT EXISTS answers (id INTEGER PRIMARY KEY AUTOINCREMENT, "
                          "source TEXT NOT NULL, batch_id TEXT NOT NULL, status INTEGER NOT NULL, body TEXT NOT NULL, "
+                         "digest BLOB NOT NULL, "
                          "UNIQUE (source, batch_id))")
 
     @staticmethod
@@ -53,12 +56,12 @@ class SharedCommittedBatches:
         db.execute("PRAGMA synchronous=OFF")  # a cache: losing it with the machine is harmless
         return db
 
-    def get(self, source: str, batch_id: str) -> tuple[int, dict[str, Any]] | None:
+    def get(self, source: str, batch_id: str) -> Answer | None:
         local = self._local.get((source, batch_id))
         if local is not None:
             return local
         try:
-            row = self._reader.execute("SELECT status, body FROM answers WHERE source = ? AND batch_id = ?",
+            row = self._reader.execute("SELECT status, body, digest FROM answers WHERE source = ? AND batch_id = ?",
                                        (source, batch_id)).fetchone()
         except sqlite3.Error as exc:
             log.warning("committed-batch cache read failed: %s", exc)
@@ -66,16 +69,16 @@ class SharedCommittedBatches:
         if row is None:
             return None
         body: dict[str, Any] = json.loads(row[1])
-        return int(row[0]), body
+        return int(row[0]), body, bytes(row[2])
 
-    def put(self, source: str, batch_id: str, status: int, body: dict[str, Any]) -> None:
+    def put(self, source: str, batch_id: str, status: int, body: dict[str, Any], digest: bytes) -> None:
         if self.size <= 0:
             return
-        self._local[(source, batch_id)] = (status, body)
+        self._local[(source, batch_id)] = (status, body, digest)
         while len(self._local) > LOCAL_SIZE:
             self._local.popitem(last=False)
         with self._lock:
-            self._queue.append((source, batch_id, status, json.dumps(body)))
+            self._queue.append((source, batch_id, status, json.dumps(body), digest))
             self._start_flush()
 
     async def written(self) -> None:
@@ -119,8 +122,8 @@ class SharedCommittedBatches:
         try:
             with self._db:
                 self._db.execute("BEGIN")
-                self._db.executemany("INSERT OR REPLACE INTO answers (source, batch_id, status, body) "
-                                     "VALUES (?, ?, ?, ?)", rows)
+                self._db.executemany("INSERT OR REPLACE INTO answers (source, batch_id, status, body, digest) "
+                                     "VALUES (?, ?, ?, ?, ?)", rows)
                 self._written += len(rows)
                 if self._written >= PRUNE_EVERY:
                     self._written = 0

@@ -15,11 +15,11 @@ import pytest
 from gateway.config import Limits
 from gateway.errors import RateLimited
 from gateway.ingest import avro_misses, json_misses, plan_avro, plan_json
+from gateway.json_batch import decode_json_batch
 from gateway.lookup_limits import LookupBudget, NegativeCache
 from gateway.records import RequestMeta
 from gateway.schema_cache import SchemaCache
 from gateway.schemas import TopicMap
-from gateway.wire import decode_json_batch
 from tests.gateway.helpers import (
     FakeRegistry,
     avro_event,
