@@ -44,7 +44,8 @@ class SharedCommittedBatches:
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="batch-cache")
         self._reader = self._connect(path, busy_timeout_s)
         self._db = self._connect(path, busy_timeout_s)  # the writer thread's
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        # answers_v2: with the events digest (a file left by an older gateway keeps its table `answers`, unused)
+        self._db.execute("CREATE TABLE IF NOT EXISTS answers_v2 (id INTEGER PRIMARY KEY AUTOINCREMENT, "
                          "source TEXT NOT NULL, batch_id TEXT NOT NULL, status INTEGER NOT NULL, body TEXT NOT NULL, "
                          "digest BLOB NOT NULL, "
                          "UNIQUE (source, batch_id))")
@@ -61,7 +62,7 @@ class SharedCommittedBatches:
         if local is not None:
             return local
         try:
-            row = self._reader.execute("SELECT status, body, digest FROM answers WHERE source = ? AND batch_id = ?",
+            row = self._reader.execute("SELECT status, body, digest FROM answers_v2 WHERE source = ? AND batch_id = ?",
                                        (source, batch_id)).fetchone()
         except sqlite3.Error as exc:
             log.warning("committed-batch cache read failed: %s", exc)
@@ -122,18 +123,18 @@ class SharedCommittedBatches:
         try:
             with self._db:
                 self._db.execute("BEGIN")
-                self._db.executemany("INSERT OR REPLACE INTO answers (source, batch_id, status, body, digest) "
+                self._db.executemany("INSERT OR REPLACE INTO answers_v2 (source, batch_id, status, body, digest) "
                                      "VALUES (?, ?, ?, ?, ?)", rows)
                 self._written += len(rows)
                 if self._written >= PRUNE_EVERY:
                     self._written = 0
-                    self._db.execute("DELETE FROM answers WHERE id <= (SELECT max(id) FROM answers) - ?",
+                    self._db.execute("DELETE FROM answers_v2 WHERE id <= (SELECT max(id) FROM answers) - ?",
                                      (self.size,))
         except sqlite3.Error as exc:
             log.warning("committed-batch cache write of %d answers failed: %s", len(rows), exc)
 
     def __len__(self) -> int:
-        return int(self._reader.execute("SELECT count(*) FROM answers").fetchone()[0])
+        return int(self._reader.execute("SELECT count(*) FROM answers_v2").fetchone()[0])
 
     def close(self) -> None:
         self.flush()

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from gateway.avro_batch import decode_avro_batch
 from gateway.config import Limits
 from gateway.errors import RateLimited
 from gateway.ingest import avro_misses, json_misses, plan_avro, plan_json
@@ -22,6 +23,7 @@ from gateway.schema_cache import SchemaCache
 from gateway.schemas import TopicMap
 from tests.gateway.helpers import (
     FakeRegistry,
+    avro_batch,
     avro_event,
     avro_record,
     batch,
@@ -102,7 +104,7 @@ def test_an_avro_schema_id_of_another_subject_is_refused_even_with_the_event_rec
     ids = avro_misses([framed], cache)
     assert ids == {spoof_id}
     asyncio.run(cache.fetch_id(spoof_id))
-    plan = plan_avro([framed], cache, META, "dlq")
+    plan = plan_avro(decode_avro_batch(avro_batch([framed]), Limits()), cache, META, "dlq")
     assert plan.accepted == 0 and plan.rejected[0].code == "unknown_schema_id"
     assert [r.topic for r in plan.records] == ["dlq"]
 
@@ -113,7 +115,7 @@ def test_an_id_that_is_a_version_of_the_subject_is_accepted_on_a_miss() -> None:
     sid = registry.id_of("page_view", 2)
     framed = avro_event(registry.by_id[sid]["schema"], sid, avro_record(page_view()))
     asyncio.run(cache.fetch_id(sid))
-    plan = plan_avro([framed], cache, META, "dlq")
+    plan = plan_avro(decode_avro_batch(avro_batch([framed]), Limits()), cache, META, "dlq")
     assert plan.accepted == 1 and plan.records[0].topic == "headwater.events"
     assert f"/schemas/ids/{sid}/versions" in registry.calls
 
