@@ -128,7 +128,7 @@ class SharedCommittedBatches:
                 self._written += len(rows)
                 if self._written >= PRUNE_EVERY:
                     self._written = 0
-                    self._db.execute("DELETE FROM answers_v2 WHERE id <= (SELECT max(id) FROM answers) - ?",
+                    self._db.execute("DELETE FROM answers_v2 WHERE id <= (SELECT max(id) FROM answers_v2) - ?",
                                      (self.size,))
         except sqlite3.Error as exc:
             log.warning("committed-batch cache write of %d answers failed: %s", len(rows), exc)
