@@ -8,7 +8,9 @@ from typing import Any
 import fastavro
 import pytest
 
+from spark_pipeline import packaged
 from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
+from spark_pipeline.enrich import InventoryError, inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
 from spark_pipeline.snapshot import SchemaSnapshot, WriterSchema
 
@@ -60,3 +62,27 @@ def test_snapshot_fingerprint_changes_with_a_new_version() -> None:
     two = SchemaSnapshot({1: w1, 2: WriterSchema(2, "s", 2, "{}")}, {"s": w1})
     assert one.fingerprint() != two.fingerprint()
     assert one.fingerprint() == SchemaSnapshot({1: w1}, {"s": w1}).fingerprint()
+
+
+def test_the_node_inventory_is_packaged_a_local_file_or_a_hadoop_uri(tmp_path: Path) -> None:
+    assert PipelineConfig.from_env({}).nodes_file is None  # the packaged one
+    uri = "hdfs://namenode:8020/headwater/conf/nodes.csv"
+    assert PipelineConfig.from_env({"HEADWATER_NODE_INVENTORY": uri}).nodes_file == uri  # checked when Spark reads it
+    local = tmp_path / "nodes.csv"
+    local.write_text("node_id,region,datacenter,service\nn-1,eu,eu-1a,\n\nn-2,us,us-1b,api\n")
+    cfg = PipelineConfig.from_env({"HEADWATER_NODE_INVENTORY": str(local)})
+    assert cfg.nodes_file == str(local)
+    assert inventory_rows(cfg.nodes_file) == [("n-1", "eu", "eu-1a", None), ("n-2", "us", "us-1b", "api")]
+    assert len(inventory_rows(None)) == 200 and inventory_rows(None)[0][0] == "node-0001"
+
+
+def test_an_inventory_with_another_header_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "nodes.csv"
+    bad.write_text("node,region\nn-1,eu\n")
+    with pytest.raises(InventoryError, match="header"):
+        inventory_rows(str(bad))
+
+
+def test_the_scheduler_pools_are_a_local_file_the_jvm_can_open() -> None:
+    path = packaged.local_file(packaged.FAIR_SCHEDULER)
+    assert path.is_file() and "<allocations>" in path.read_text()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -116,3 +117,10 @@ def test_loss_audit_reports_seq_gaps_per_producer(spark: SparkSession) -> None:
     assert audit["a"]["missing"] == 4 and [tuple(g) for g in audit["a"]["gaps"]] == [(3, 4), (7, 8)]
     assert audit["b"]["missing"] == 0 and audit["b"]["gaps"] == []
     assert audit["c"]["missing"] == 3 and [tuple(g) for g in audit["c"]["gaps"]] == [(0, 2)]
+
+
+def test_an_inventory_given_as_a_hadoop_uri_is_read_by_spark(spark: SparkSession, tmp_path: Path) -> None:
+    csv_file = tmp_path / "nodes.csv"
+    csv_file.write_text("node_id,region,datacenter,service\nn-1,eu,eu-1a,web\nn-1,eu,eu-1a,web\nn-2,us,us-1b,api\n")
+    rows = enrich.read_inventory(spark, f"file://{csv_file}").orderBy("node_id").collect()
+    assert [tuple(r) for r in rows] == [("n-1", "eu", "eu-1a", "web"), ("n-2", "us", "us-1b", "api")]
