@@ -20,9 +20,8 @@ from tests.gateway.helpers import WRITE_KEY
 @pytest.mark.unit
 def test_the_watcher_notices_a_supervisor_gone_before_it_started() -> None:
     stop = asyncio.Event()
-    gone = subprocess.Popen(["true"])
-    gone.wait()  # a pid that is not our parent (any more): as if the supervisor died during our start-up
-    asyncio.run(asyncio.wait_for(_watch_parent(gone.pid, stop), 20))
+    not_our_parent = os.getppid() + 1  # as if the supervisor died (we were reparented) during our start-up
+    asyncio.run(asyncio.wait_for(_watch_parent(not_our_parent, stop), 20))
     assert stop.is_set()
 
 
