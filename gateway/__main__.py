@@ -21,6 +21,7 @@ log = logging.getLogger("gateway.supervisor")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gateway", description=__doc__)
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--supervisor", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
         cfg = GatewayConfig.from_env()
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 
         worker = args.worker or 0
         setup_logging(cfg.log_level, worker)
-        run_worker(cfg, worker, supervised=args.worker is not None)
+        run_worker(cfg, worker, supervisor=args.supervisor)
         return 0
     setup_logging(cfg.log_level, -1)
     return supervise(cfg)
@@ -54,7 +55,8 @@ def supervise(cfg: GatewayConfig) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     def spawn(i: int) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([sys.executable, "-m", "gateway", "--worker", str(i)], env=env)
+        return subprocess.Popen([sys.executable, "-m", "gateway", "--worker", str(i), "--supervisor", str(os.getpid())],
+                                env=env)
 
     workers = {i: spawn(i) for i in range(cfg.workers)}
     log.info("started workers", extra={"fields": {"pids": [p.pid for p in workers.values()]}})

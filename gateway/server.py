@@ -40,13 +40,14 @@ async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
             stop.set()
 
 
-async def serve(cfg: GatewayConfig, worker: int, supervised: bool = False) -> None:
+async def serve(cfg: GatewayConfig, worker: int, supervisor: int | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     # Watched from the start: a worker orphaned while it starts (waiting for the registry or the broker) exits too.
-    watcher = asyncio.create_task(_watch_parent(os.getppid(), stop)) if supervised else None
+    # The supervisor's pid comes from the command line: one that died before this worker got here is noticed too.
+    watcher = asyncio.create_task(_watch_parent(supervisor, stop)) if supervisor is not None else None
     app = build_app(cfg, worker)
     runner = make_runner(app, cfg)
     # Cleanup contexts: schemas loaded, producer initialised, before we listen.
@@ -78,6 +79,6 @@ def _exit_late() -> None:
     os._exit(1)
 
 
-def run_worker(cfg: GatewayConfig, worker: int, supervised: bool = False) -> None:
+def run_worker(cfg: GatewayConfig, worker: int, supervisor: int | None = None) -> None:
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack on stderr
-    asyncio.run(serve(cfg, worker, supervised))
+    asyncio.run(serve(cfg, worker, supervisor))

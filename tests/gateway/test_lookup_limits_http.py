@@ -12,7 +12,7 @@ import pytest
 from tests.gateway.helpers import FakeProducer, FakeRegistry, avro_batch, batch, dumps, page_view, zstd
 from tests.gateway.test_http import headers, post, run
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration  # real sockets (fake registry and producer behind)
 AVRO = "application/vnd.headwater.batch+avro"
 
 

@@ -15,7 +15,7 @@ from gateway.server import make_runner
 from tests.gateway.helpers import FakeProducer, FakeRegistry, batch, dumps, page_view, zstd
 from tests.gateway.test_http import headers, make_cfg, post
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration  # real sockets (fake registry and producer behind)
 
 
 def test_ready_and_serving_through_a_registry_outage() -> None:
