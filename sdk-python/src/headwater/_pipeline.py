@@ -33,6 +33,7 @@ from ._transport import Transport, Urllib3Transport
 
 log = logging.getLogger("headwater")
 NOT_A_LOSS = ("disabled",)  # drop reasons that do not make close() return False
+GROUP_BATCHES = 64  # batches sealed per batcher pass (and per spool directory fsync)
 
 
 class Pipeline:
@@ -186,8 +187,8 @@ class Pipeline:
         while True:
             oldest = asm.open_since if asm.open_since is not None else q.oldest_at
             timeout = None if oldest is None else max(0.0, oldest + linger - time.monotonic())
-            if len(q) >= self.cfg.max_batch_events:
-                timeout = 0.5 if timeout is None else min(timeout, 0.5)  # waiting for room in the store
+            if len(q) >= self.cfg.max_batch_events:  # a full batch waits: now if it fits, else poll for room
+                timeout = 0.0 if self.store.has_room() else 0.5 if timeout is None else min(timeout, 0.5)
             q.wake.wait(timeout)
             q.wake.clear()
             q.renew(RESERVE_AHEAD // 2)
@@ -208,9 +209,14 @@ class Pipeline:
                 return
 
     def _take_batches(self, due: bool, stopping: bool) -> None:
-        """Move queued events into batches: full batches only, or everything once the linger is `due`."""
+        """Move queued events into batches: full batches only, or everything once the linger is `due`.
+
+        At most `GROUP_BATCHES` per call, so a sustained stream still gets its directory fsync often.
+        """
         q, asm, store, size = self.queue, self.assembler, self.store, self.cfg.max_batch_events
-        while len(q):
+        for _ in range(GROUP_BATCHES):
+            if not len(q):
+                return
             if not due and len(q) + asm.open_count() < size:
                 return  # not a full batch yet: wait for more events or for the linger
             if asm.open_count() == 0 and not stopping and not store.has_room():
