@@ -20,7 +20,7 @@ from ._assembler import Assembler
 from ._batcher import BODY_OVERHEAD
 from ._config import ClientConfig
 from ._event import EnvelopeEncoder
-from ._exceptions import ClientClosedError, EventsDroppedError, InvalidEventError
+from ._exceptions import ClientClosedError, ConfigError, EventsDroppedError, InvalidEventError
 from ._metrics import Counters, Metrics
 from ._queue import EventQueue
 from ._registry import SchemaCache
@@ -40,6 +40,8 @@ class Pipeline:
     """Queue, assembler, store, senders and their threads, for one process."""
 
     def __init__(self, cfg: ClientConfig, use_spool: bool) -> None:
+        if cfg.wire_format == "avro":
+            _require_avro()  # before the spool is locked or a thread started
         if cfg.debug:
             enable_debug()
         self.cfg = cfg
@@ -263,3 +265,11 @@ class Pipeline:
         self.transport.close()
         self.report.close()
         return delivered and self.all_acknowledged()
+
+
+def _require_avro() -> None:
+    """`wire_format="avro"` needs the `avro` extra: say so at construction, not in a sender thread."""
+    try:
+        from . import _avro  # noqa: F401, PLC0415 - imported on use only
+    except ImportError as exc:
+        raise ConfigError(f"wire_format 'avro' needs fastavro: pip install 'headwater[avro]' ({exc})") from None
