@@ -10,6 +10,7 @@ the client builds a new one (memory-only, fresh producer id) and abandons the pa
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
@@ -270,6 +271,6 @@ class Pipeline:
 def _require_avro() -> None:
     """`wire_format="avro"` needs the `avro` extra: say so at construction, not in a sender thread."""
     try:
-        from . import _avro  # noqa: F401, PLC0415 - imported on use only
+        importlib.import_module(f"{__package__}._avro")
     except ImportError as exc:
         raise ConfigError(f"wire_format 'avro' needs fastavro: pip install 'headwater[avro]' ({exc})") from None
