@@ -107,3 +107,13 @@ def test_sync_durability_needs_a_spool_and_a_bad_spool_dir_is_a_config_error(tmp
     not_a_dir.write_text("x")
     with pytest.raises(ConfigError, match="spool_dir"):
         headwater.Client("http://a", "k", spool_dir=str(not_a_dir / "spool"))
+
+
+def test_avro_without_the_extra_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "fastavro", None)  # as if `headwater[avro]` was not installed
+    monkeypatch.setitem(sys.modules, "headwater._avro", None)
+    with pytest.raises(ConfigError, match=r"headwater\[avro\]"):
+        headwater.Client("http://gw", "k", wire_format="avro", registry_url="http://reg",
+                         transport=headwater.MemoryTransport())

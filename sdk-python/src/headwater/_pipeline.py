@@ -10,6 +10,7 @@ the client builds a new one (memory-only, fresh producer id) and abandons the pa
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
@@ -20,7 +21,7 @@ from ._assembler import Assembler
 from ._batcher import BODY_OVERHEAD
 from ._config import ClientConfig
 from ._event import EnvelopeEncoder
-from ._exceptions import ClientClosedError, EventsDroppedError, InvalidEventError
+from ._exceptions import ClientClosedError, ConfigError, EventsDroppedError, InvalidEventError
 from ._metrics import Counters, Metrics
 from ._queue import EventQueue
 from ._registry import SchemaCache
@@ -33,12 +34,15 @@ from ._transport import Transport, Urllib3Transport
 
 log = logging.getLogger("headwater")
 NOT_A_LOSS = ("disabled",)  # drop reasons that do not make close() return False
+GROUP_BATCHES = 64  # batches sealed per batcher pass (and per spool directory fsync)
 
 
 class Pipeline:
     """Queue, assembler, store, senders and their threads, for one process."""
 
     def __init__(self, cfg: ClientConfig, use_spool: bool) -> None:
+        if cfg.wire_format == "avro":
+            _require_avro()  # before the spool is locked or a thread started
         if cfg.debug:
             enable_debug()
         self.cfg = cfg
@@ -186,8 +190,8 @@ class Pipeline:
         while True:
             oldest = asm.open_since if asm.open_since is not None else q.oldest_at
             timeout = None if oldest is None else max(0.0, oldest + linger - time.monotonic())
-            if len(q) >= self.cfg.max_batch_events:
-                timeout = 0.5 if timeout is None else min(timeout, 0.5)  # waiting for room in the store
+            if len(q) >= self.cfg.max_batch_events:  # a full batch waits: now if it fits, else poll for room
+                timeout = 0.0 if self.store.has_room() else 0.5 if timeout is None else min(timeout, 0.5)
             q.wake.wait(timeout)
             q.wake.clear()
             q.renew(RESERVE_AHEAD // 2)
@@ -208,9 +212,14 @@ class Pipeline:
                 return
 
     def _take_batches(self, due: bool, stopping: bool) -> None:
-        """Move queued events into batches: full batches only, or everything once the linger is `due`."""
+        """Move queued events into batches: full batches only, or everything once the linger is `due`.
+
+        At most `GROUP_BATCHES` per call, so a sustained stream still gets its directory fsync often.
+        """
         q, asm, store, size = self.queue, self.assembler, self.store, self.cfg.max_batch_events
-        while len(q):
+        for _ in range(GROUP_BATCHES):
+            if not len(q):
+                return
             if not due and len(q) + asm.open_count() < size:
                 return  # not a full batch yet: wait for more events or for the linger
             if asm.open_count() == 0 and not stopping and not store.has_room():
@@ -257,3 +266,11 @@ class Pipeline:
         self.transport.close()
         self.report.close()
         return delivered and self.all_acknowledged()
+
+
+def _require_avro() -> None:
+    """`wire_format="avro"` needs the `avro` extra: say so at construction, not in a sender thread."""
+    try:
+        importlib.import_module(f"{__package__}._avro")
+    except ImportError as exc:
+        raise ConfigError(f"wire_format 'avro' needs fastavro: pip install 'headwater[avro]' ({exc})") from None
