@@ -79,8 +79,10 @@ test-go: setup
 # Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/README.md, "Benchmark").
 bench-go: setup
 	@cd sdk-go/bench && GOTOOLCHAIN=local $(GO) test -run '^$$' -bench . -benchmem -benchtime 100000x .
-# Conformance vectors (sdk-specs/README.md) against every SDK in sdk-specs/conformance/sdks.json and the real gateway
-# (on a private stack, or STACK_ENV=.headwater/stack.env); writes sdk-specs/compliance.md. SDK=<name|gateway>, VECTOR=<id prefix>.
+
+# Conformance vectors (sdk-specs/README.md) against every SDK of sdk-specs/conformance/sdks.json and the gateway
+# (on a private stack, or on CONFORMANCE_STACK_ENV=.headwater/stack.env); writes sdk-specs/compliance.md.
+# SDK=<name|gateway> runs one target, VECTOR=<id prefix> some vectors.
 conformance: setup
 	@PYTHONPATH=sdk-specs/conformance:. $(PY) -m hwconformance --compliance $(if $(SDK),--target $(SDK)) \
 		$(if $(VECTOR),--vector $(VECTOR)) $(if $(wildcard $(CONFORMANCE_STACK_ENV)),--stack-env $(CONFORMANCE_STACK_ENV))
