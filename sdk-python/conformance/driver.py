@@ -14,7 +14,8 @@ from typing import Any
 
 import headwater
 
-CAPABILITIES = ["json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "event_id", "timestamp"]
+CAPABILITIES = ["json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "event_id", "timestamp",
+                "env_config"]
 
 
 class Driver:
@@ -37,6 +38,11 @@ class Driver:
                 "capabilities": caps}
 
     def init(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        if "env" in cmd:  # capability env_config: exactly these variables, not the process environment
+            env = {str(k): str(v) for k, v in cmd["env"].items()}
+            spool = {"spool_dir": cmd["spool_dir"]} if cmd.get("spool_dir") else {}
+            self.client = headwater.Client.from_env(env, on_delivery=self._delivered, on_error=self._error, **spool)
+            return {"producer_id": self.client.producer_id}
         options = dict(cmd.get("options") or {})
         fields = {f.name for f in dataclasses.fields(headwater.ClientConfig)}
         if "max_in_flight" not in fields and options.pop("max_in_flight", 1) != 1:  # one batch at a time
