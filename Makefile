@@ -105,7 +105,7 @@ loadtest-distributed: setup
 test-go: setup
 	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
 
-# Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/bench/README.md).
+# Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/README.md, "Benchmark").
 bench-go: setup
 	@cd sdk-go/bench && GOTOOLCHAIN=local $(GO) test -run '^$$' -bench . -benchmem -benchtime 100000x .
 

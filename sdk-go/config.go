@@ -234,3 +234,13 @@ func durBetween(name, env string, value, low time.Duration) error {
 	}
 	return nil
 }
+
+// String describes the configuration with the write key redacted (so a logged Config leaks no secret).
+func (c Config) String() string {
+	redacted := c
+	if redacted.WriteKey != "" {
+		redacted.WriteKey = "<redacted>"
+	}
+	type plain Config // without this method: no recursion
+	return fmt.Sprintf("%+v", plain(redacted))
+}

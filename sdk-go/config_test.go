@@ -3,6 +3,7 @@ package headwater
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -129,5 +130,15 @@ func TestUUIDs(t *testing.T) {
 	}
 	if isUUID("0193e0c2-6a4e-7b1d-9c8f-2f6f1d1b9a1") || isUUID("0193e0c2x6a4e-7b1d-9c8f-2f6f1d1b9a10") {
 		t.Fatal("bad UUIDs accepted")
+	}
+}
+
+func TestConfigNeverPrintsTheWriteKey(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Endpoint, cfg.WriteKey = "http://gw", "wk_secret_123"
+	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%v %+v %s", cfg, cfg, cfg), cfg.String()} {
+		if strings.Contains(s, "wk_secret_123") || !strings.Contains(s, "<redacted>") {
+			t.Fatalf("the write key leaked: %s", s)
+		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 )
 
 var capabilities = []string{"json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "track_seq",
-	"event_id", "timestamp", "max_in_flight"}
+	"event_id", "timestamp", "max_in_flight", "env_config"}
 
 // failure is an error reply of a given DRIVER.md type.
 type failure struct{ kind, msg string }
@@ -92,13 +92,12 @@ var commands = map[string]func(*driver, map[string]any) (reply, error){
 }
 
 func (d *driver) init(cmd map[string]any) (reply, error) {
-	cfg := headwater.DefaultConfig()
-	cfg.Endpoint, _ = cmd["endpoint"].(string)
-	cfg.WriteKey, _ = cmd["write_key"].(string)
-	cfg.SpoolDir, _ = cmd["spool_dir"].(string)
-	options, _ := cmd["options"].(map[string]any)
-	if err := applyOptions(&cfg, options); err != nil {
+	cfg, err := baseConfig(cmd)
+	if err != nil {
 		return nil, err
+	}
+	if dir, ok := cmd["spool_dir"].(string); ok {
+		cfg.SpoolDir = dir
 	}
 	cfg.OnDelivery, cfg.OnError = d.onDelivery, d.onError
 	client, err := headwater.NewFromConfig(cfg)
@@ -107,6 +106,31 @@ func (d *driver) init(cmd map[string]any) (reply, error) {
 	}
 	d.client = client
 	return reply{"producer_id": client.ProducerID()}, nil
+}
+
+// baseConfig is the configuration of an init: from its "env" map the way the SDK reads HEADWATER_* variables
+// (capability env_config), else from endpoint, write_key and options.
+func baseConfig(cmd map[string]any) (headwater.Config, error) {
+	if raw, ok := cmd["env"].(map[string]any); ok {
+		env := make(map[string]string, len(raw))
+		for k, v := range raw {
+			s, isString := v.(string)
+			if !isString {
+				return headwater.Config{}, &failure{"config_error", "env values must be strings: " + k}
+			}
+			env[k] = s
+		}
+		cfg, err := headwater.ConfigFromEnv(func(name string) string { return env[name] })
+		if err != nil {
+			return cfg, &failure{"config_error", err.Error()}
+		}
+		return cfg, nil
+	}
+	cfg := headwater.DefaultConfig()
+	cfg.Endpoint, _ = cmd["endpoint"].(string)
+	cfg.WriteKey, _ = cmd["write_key"].(string)
+	options, _ := cmd["options"].(map[string]any)
+	return cfg, applyOptions(&cfg, options)
 }
 
 func (d *driver) track(cmd map[string]any) (reply, error) {
