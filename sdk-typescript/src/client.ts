@@ -3,7 +3,7 @@
 import { EventEmitter } from "node:events";
 import { Batcher } from "./batcher.js";
 import { buildConfig, type Config, type HeadwaterOptions, optionsFromEnv } from "./config.js";
-import { type DeliveryError, EventsDroppedError, InvalidEventError, TransportError, UndeliveredError } from "./errors.js";
+import { ConfigError, type DeliveryError, EventsDroppedError, InvalidEventError, TransportError, UndeliveredError } from "./errors.js";
 import { checkEventType, checkOptions, encodeEvent, encodeProperties, type EnvelopeParts, type TrackOptions } from "./event.js";
 import { newProducerId } from "./ids.js";
 import * as lifecycle from "./lifecycle.js";
@@ -14,6 +14,16 @@ import { SchemaCache } from "./registry.js";
 import { MemoryStore } from "./store.js";
 import { HttpTransport, type Transport } from "./transport.js";
 import type { Batch } from "./wire.js";
+
+function openSpool(cfg: Config, report: (reason: string, n: number, detail: string) => void): DiskSpool {
+  try {
+    return new DiskSpool(cfg.spoolDir as string, cfg.spoolMaxBytes, cfg.spoolOverflow, cfg.spoolFsync === "always", report,
+      (msg) => process.emitWarning(`headwater: ${msg}`));
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`spoolDir (HEADWATER_SPOOL_DIR) ${cfg.spoolDir} is unusable: ${(err as Error).message}`);
+  }
+}
 
 /** What track() did: accepted with its seq and event id, or refused (counted in `metrics().dropped`). */
 export type TrackResult =
@@ -63,8 +73,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     this.config = cfg;
     const report = (reason: string, n: number, detail: string): void => this.storeDropped(reason, n, detail);
     if (cfg.spoolDir !== null) {
-      this.spool = new DiskSpool(cfg.spoolDir, cfg.spoolMaxBytes, cfg.spoolOverflow, cfg.spoolFsync === "always", report,
-        (msg) => process.emitWarning(`headwater: ${msg}`));
+      this.spool = openSpool(cfg, report);
       this.store = this.spool;
       this.nextSeq = this.spool.startSeq;
     } else {

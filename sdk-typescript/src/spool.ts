@@ -123,7 +123,13 @@ export class DiskSpool extends MemoryStore {
   /** Make sure `seq` is covered by the persisted reservation (called by track() before handing it out). */
   reserve(seq: number): void {
     if (seq >= this.reserved) {
-      this.writeState(seq + SEQ_RESERVATION); // rare: the early extension below did not land in time
+      try {
+        this.writeState(seq + SEQ_RESERVATION); // rare: the early extension below did not land in time
+      } catch (err) {
+        // The disk refuses writes: carry on (track() never throws for that); a crash now could reuse seqs.
+        this.warn(`cannot persist the seq reservation (${(err as Error).message})`);
+        this.reserved = seq + SEQ_RESERVATION;
+      }
     } else if (!this.extending && this.reserved - seq < SEQ_RESERVATION / 2) {
       this.extendAsync(seq + SEQ_RESERVATION);
     }
