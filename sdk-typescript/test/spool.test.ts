@@ -102,6 +102,17 @@ describe("disk spool", () => {
     assert.throws(() => new Headwater(options(gw, join(file, "spool"))), ConfigError);
   });
 
+  it("on SIGTERM, closes the client (flushing) and still ends the process by that signal", async () => {
+    gw.requests.length = 0;
+    gw.script = () => undefined;
+    const child = spawn(process.execPath, [CHILD, gw.url, "-", "5", "serve"], { stdio: ["ignore", "pipe", "inherit"] });
+    await once(child.stdout, "data");
+    child.kill("SIGTERM");
+    const [code, signal] = (await once(child, "exit")) as [number | null, string | null];
+    assert.deepEqual([code, signal], [null, "SIGTERM"]);
+    assert.equal(gw.events().length, 5);
+  });
+
   it("does not keep an idle process alive, and flushes at exit", async () => {
     gw.requests.length = 0;
     gw.script = () => undefined;
