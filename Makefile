@@ -30,6 +30,7 @@ lint: setup
 	@$(VENV)/bin/mypy .
 	@$(VENV)/bin/ruff check sdk-python
 	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/src
+	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/conformance
 
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
 test: setup lint test-ts
@@ -75,8 +76,9 @@ loadtest: setup
 loadtest-distributed: setup
 	@$(PY) -m loadtest.run $(LOADTEST_ARGS) --workers $(WORKERS)
 
-# Conformance vectors (sdk-specs/README.md) against every SDK in sdk-specs/conformance/sdks.json and the real gateway
-# (on a private stack, or STACK_ENV=.headwater/stack.env); writes sdk-specs/compliance.md. SDK=<name|gateway>, VECTOR=<id prefix>.
+# Conformance vectors (sdk-specs/README.md) against every SDK of sdk-specs/conformance/sdks.json and the gateway
+# (on a private stack, or on CONFORMANCE_STACK_ENV=.headwater/stack.env); writes sdk-specs/compliance.md.
+# SDK=<name|gateway> runs one target, VECTOR=<id prefix> some vectors.
 conformance: setup
 	@PYTHONPATH=sdk-specs/conformance:. $(PY) -m hwconformance --compliance $(if $(SDK),--target $(SDK)) \
 		$(if $(VECTOR),--vector $(VECTOR)) $(if $(wildcard $(CONFORMANCE_STACK_ENV)),--stack-env $(CONFORMANCE_STACK_ENV))

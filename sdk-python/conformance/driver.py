@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import os
 import platform
@@ -13,7 +14,8 @@ from typing import Any
 
 import headwater
 
-CAPABILITIES = ["json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "event_id", "timestamp"]
+CAPABILITIES = ["json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "event_id", "timestamp",
+                "env_config"]
 
 
 class Driver:
@@ -23,10 +25,11 @@ class Driver:
         self.client: headwater.Client | None = None
         self.lock = threading.Lock()
         self.reported: list[dict[str, Any]] = []
+        self.track_seq = _returns_something(headwater.Client.track)
 
     def hello(self, _cmd: dict[str, Any]) -> dict[str, Any]:
         caps = list(CAPABILITIES)
-        if typing.get_type_hints(headwater.Client.track).get("return") not in (None, type(None)):
+        if self.track_seq:
             caps.append("track_seq")
         if "max_in_flight" in {f.name for f in dataclasses.fields(headwater.ClientConfig)}:
             caps.append("max_in_flight")
@@ -35,6 +38,11 @@ class Driver:
                 "capabilities": caps}
 
     def init(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        if "env" in cmd:  # capability env_config: exactly these variables, not the process environment
+            env = {str(k): str(v) for k, v in cmd["env"].items()}
+            spool = {"spool_dir": cmd["spool_dir"]} if cmd.get("spool_dir") else {}
+            self.client = headwater.Client.from_env(env, on_delivery=self._delivered, on_error=self._error, **spool)
+            return {"producer_id": self.client.producer_id}
         options = dict(cmd.get("options") or {})
         fields = {f.name for f in dataclasses.fields(headwater.ClientConfig)}
         if "max_in_flight" not in fields and options.pop("max_in_flight", 1) != 1:  # one batch at a time
@@ -47,13 +55,16 @@ class Driver:
         client = self._client()
         closed = client.state is not headwater.ClientState.OPEN
         full_before = client.metrics().dropped.get("queue_full", 0)
-        result = client.track(cmd["event_type"], cmd.get("properties"), partition_key=cmd.get("partition_key"),
-                              event_id=cmd.get("event_id"), timestamp=cmd.get("timestamp"))
+        track: Any = client.track  # returns None today; the seq (or an object with .seq) once the SDK returns it
+        result = track(cmd["event_type"], cmd.get("properties"), partition_key=cmd.get("partition_key"),
+                       event_id=cmd.get("event_id"), timestamp=cmd.get("timestamp"))
         if closed:
             return _error("closed", "track() after close()")
         if client.metrics().dropped.get("queue_full", 0) > full_before:
             return _error("queue_full", "the queue is full")
         seq = getattr(result, "seq", result if isinstance(result, int) else None)
+        if seq is None and self.track_seq:  # None from an SDK that returns seqs: the event was dropped
+            return _error("dropped", "track() returned None: the event was dropped")
         return {"seq": seq, "event_id": getattr(result, "event_id", None)}
 
     def flush(self, cmd: dict[str, Any]) -> dict[str, Any]:
@@ -96,6 +107,15 @@ class Driver:
     def _add(self, outcome: dict[str, Any]) -> None:
         with self.lock:
             self.reported.append(outcome)
+
+
+def _returns_something(fn: Any) -> bool:
+    """True if `fn` is annotated to return a value (then `track` returns the seq)."""
+    try:
+        hint = typing.get_type_hints(fn).get("return")
+    except Exception:  # an annotation that does not resolve at run time: read it as text
+        hint = inspect.signature(fn).return_annotation
+    return hint not in (None, type(None), "None", inspect.Signature.empty)
 
 
 class Unsupported(Exception):

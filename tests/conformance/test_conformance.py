@@ -28,6 +28,7 @@ def _check(target: str, results: list[Result], out: io.StringIO) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(1800)  # a build (go, tsc) and ~50 vectors of a few seconds each on a loaded machine
 @pytest.mark.parametrize("name", SDK_NAMES)
 def test_sdk_passes_its_vectors(name: str) -> None:
     sdk = next(s for s in load_sdks() if s.name == name)
@@ -36,6 +37,7 @@ def test_sdk_passes_its_vectors(name: str) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(900)
 def test_gateway_passes_its_vectors(stack_env: dict[str, str]) -> None:
     out = io.StringIO()
     _check("gateway", run_gateway_on([v for v in load() if category(v) == "gateway"], stack_env, out=out), out)

@@ -38,11 +38,13 @@ def _run(brk: str) -> dict[str, str]:
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(600)
 def test_the_unbroken_fake_sdk_passes_the_chosen_vectors() -> None:
     assert _run("none") == dict.fromkeys(CHOSEN, PASS)
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("brk", sorted(BREAKS))
 def test_a_broken_behaviour_fails_its_vectors(brk: str) -> None:
     got = _run(brk)

@@ -104,84 +104,89 @@ def default_answer(decoded: Any) -> tuple[int, dict[str, Any]]:
     return 200, {"batch_id": batch_id, "accepted": len(events), "rejected": []}
 
 
-def _handler(mock: MockGateway) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        conn = 0
-        served = 0
+class _Handler(BaseHTTPRequestHandler):
+    """One connection of the mock; `mock` is set by `_handler` on a subclass."""
 
-        def setup(self) -> None:
-            super().setup()
-            self.conn = mock.next_conn()
+    mock: MockGateway
+    protocol_version = "HTTP/1.1"
+    conn = 0
+    served = 0
 
-        def log_message(self, format: str, *args: Any) -> None:
+    def setup(self) -> None:
+        super().setup()
+        self.conn = self.mock.next_conn()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self.mock.registry_calls.append(self.path)
+        prefix, suffix = "/subjects/headwater.events.", "/versions/latest"
+        name = self.path[len(prefix):-len(suffix)] if self.path.startswith(prefix) and \
+            self.path.endswith(suffix) else None
+        entry = self.mock.registry.get(name or "")
+        if entry is None:
+            self._send(404, {"error_code": 40401, "message": "Subject not found"}, {})
             return
+        doc = {"subject": f"headwater.events.{name}", "id": entry["id"], "version": entry.get("version", 1),
+               "schema": json.dumps(entry["schema"])}
+        self._send(200, doc, {"Content-Type": "application/vnd.schemaregistry.v1+json"})
 
-        def do_GET(self) -> None:
-            mock.registry_calls.append(self.path)
-            prefix, suffix = "/subjects/headwater.events.", "/versions/latest"
-            name = self.path[len(prefix):-len(suffix)] if self.path.startswith(prefix) and \
-                self.path.endswith(suffix) else None
-            entry = mock.registry.get(name or "")
-            if entry is None:
-                self._send(404, {"error_code": 40401, "message": "Subject not found"}, {})
-                return
-            doc = {"subject": f"headwater.events.{name}", "id": entry["id"], "version": entry.get("version", 1),
-                   "schema": json.dumps(entry["schema"])}
-            self._send(200, doc, {"Content-Type": "application/vnd.schemaregistry.v1+json"})
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(min(length, MAX_BODY))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        req = Recorded(method="POST", path=self.path, headers=headers, body=body, conn=self.conn,
+                       t=time.monotonic())
+        try:
+            req["decoded"] = decode_body(body, headers)
+        except Exception as exc:  # recorded and answered 400: the vector's checks report it
+            req["decoded"] = None
+            req["decode_error"] = f"{type(exc).__name__}: {exc}"
+        answer = self.mock.record(req) if self.path == BATCH_PATH else {"status": 404}
+        self._answer(req, answer or {})
 
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(min(length, MAX_BODY))
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            req = Recorded(method="POST", path=self.path, headers=headers, body=body, conn=self.conn,
-                           t=time.monotonic())
-            try:
-                req["decoded"] = decode_body(body, headers)
-            except Exception as exc:  # recorded and answered 400: the vector's checks report it
-                req["decoded"] = None
-                req["decode_error"] = f"{type(exc).__name__}: {exc}"
-            answer = mock.record(req) if self.path == BATCH_PATH else {"status": 404}
-            self._answer(req, answer or {})
+    def _answer(self, req: Recorded, answer: dict[str, Any]) -> None:
+        time.sleep(float(answer.get("delay_s", 0)))
+        action = answer.get("action")
+        if action in ("reset", "drop"):
+            if action == "reset":  # RST instead of FIN: the client sees "connection reset by peer"
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
+        status = int(answer.get("status", 200))
+        if "body" in answer:
+            body: Any = answer["body"]
+        elif status in (200, 422) or req.get("decode_error"):
+            status, body = (400, {"code": "invalid_body", "message": req["decode_error"]}) \
+                if req.get("decode_error") else (status, _per_event(req["decoded"], answer))
+        else:
+            body = {"code": answer.get("code", f"http_{status}"), "message": "scripted answer"}
+        headers = {k: _header_value(v) for k, v in answer.get("headers", {}).items()}
+        self.served += 1
+        if action == "close" or (self.mock.close_after is not None and self.served >= self.mock.close_after):
+            if action == "close":
+                headers["Connection"] = "close"
+            self.close_connection = True
+        self._send(status, body, headers)
 
-        def _answer(self, req: Recorded, answer: dict[str, Any]) -> None:
-            time.sleep(float(answer.get("delay_s", 0)))
-            action = answer.get("action")
-            if action in ("reset", "drop"):
-                if action == "reset":  # RST instead of FIN: the client sees "connection reset by peer"
-                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                self.close_connection = True
-                self.connection.close()
-                return
-            status = int(answer.get("status", 200))
-            if "body" in answer:
-                body: Any = answer["body"]
-            elif status in (200, 422) or req.get("decode_error"):
-                status, body = (400, {"code": "invalid_body", "message": req["decode_error"]}) \
-                    if req.get("decode_error") else (status, _per_event(req["decoded"], answer))
-            else:
-                body = {"code": answer.get("code", f"http_{status}"), "message": "scripted answer"}
-            headers = {k: _header_value(v) for k, v in answer.get("headers", {}).items()}
-            self.served += 1
-            if action == "close" or (mock.close_after is not None and self.served >= mock.close_after):
-                if action == "close":
-                    headers["Connection"] = "close"
-                self.close_connection = True
-            self._send(status, body, headers)
+    def _send(self, status: int, body: Any, headers: dict[str, str]) -> None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        self.send_response(status)
+        if not any(k.lower() == "content-type" for k in headers):
+            self.send_header("Content-Type", "application/json")
+        for key, value in headers.items():
+            self.send_header(key, str(value))
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
 
-        def _send(self, status: int, body: Any, headers: dict[str, str]) -> None:
-            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-            self.send_response(status)
-            if not any(k.lower() == "content-type" for k in headers):
-                self.send_header("Content-Type", "application/json")
-            for key, value in headers.items():
-                self.send_header(key, str(value))
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
 
-    return Handler
+def _handler(mock: MockGateway) -> type[BaseHTTPRequestHandler]:
+    """A handler class bound to `mock`."""
+    return type("Handler", (_Handler,), {"mock": mock})
 
 
 def _header_value(value: str) -> str:

@@ -72,6 +72,8 @@ class SdkCase:
         if "registry_url" in self.options:
             self.options["registry_url"] = self.run.mock.url
         self.write_key = client.get("write_key", WRITE_KEY)
+        self.env = {k: v.replace("{endpoint}", self.run.mock.url).replace("{write_key}", self.write_key)
+                    for k, v in client.get("env", {}).items()} if "env" in client else None
         self.driver: DriverProcess | None = None
         self.matcher = Matcher()
         self.problems: list[str] = []
@@ -109,8 +111,11 @@ class SdkCase:
         if not hello.get("ok"):
             raise Failed(f"hello failed: {hello}")
         self.run.hello = hello
-        init = self._call({"cmd": "init", "endpoint": self.run.mock.url, "write_key": self.write_key,
-                           "spool_dir": self.spool, "options": self.options})
+        if self.env is not None:  # configuration from environment variables only (capability env_config)
+            init = self._call({"cmd": "init", "env": self.env, "spool_dir": self.spool})
+        else:
+            init = self._call({"cmd": "init", "endpoint": self.run.mock.url, "write_key": self.write_key,
+                               "spool_dir": self.spool, "options": self.options})
         if not init.get("ok"):
             raise Failed(f"init failed: {init.get('error')}")
         self.run.producer_ids.append(init.get("producer_id"))
