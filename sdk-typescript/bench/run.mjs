@@ -2,7 +2,8 @@
 // A loopback sink counts delivered events (optionally answering after DELAY_MS); each SDK runs in its own
 // process; figures: µs per track() call, and whole-process CPU µs per distinct event the sink received
 // ("delivered"; "received" also counts resent copies).
-// Usage: node bench/run.mjs [events=20000] [rounds=2] [delayMs=0]   (after `npm install` in bench/)
+// Usage: node bench/run.mjs [events=20000] [rounds=2] [delayMs=0]   (after `npm ci` in bench/)
+// `headwater-spool` is the same SDK with a disk spool (every batch written and fsynced before it is sent).
 import { execFile } from "node:child_process";
 import { once } from "node:events";
 import * as http from "node:http";
@@ -53,7 +54,7 @@ function produce(sdk) {
 
 const rows = [];
 for (let r = 0; r < Number(rounds); r++) {
-  for (const sdk of ["headwater", "segment", "posthog"]) {
+  for (const sdk of ["headwater", "headwater-spool", "segment", "posthog"]) {
     counted = 0;
     unique = new Set();
     const out = await produce(sdk);
@@ -64,9 +65,9 @@ for (let r = 0; r < Number(rounds); r++) {
 }
 server.close();
 console.log(`events per run: ${events}, sink delay: ${delayMs} ms`);
-console.log("round  sdk         µs/track  CPU µs/delivered  delivered  received  RSS MB");
+console.log("round  sdk             µs/track  CPU µs/delivered  delivered  received  RSS MB");
 for (const row of rows) {
-  console.log(`${String(row.round).padEnd(6)} ${row.sdk.padEnd(11)} ${row.usPerTrack.toFixed(2).padStart(8)}  ` +
+  console.log(`${String(row.round).padEnd(6)} ${row.sdk.padEnd(15)} ${row.usPerTrack.toFixed(2).padStart(8)}  ` +
     `${row.cpuUsPerDelivered.toFixed(1).padStart(16)}  ${String(row.delivered).padStart(9)}  ${String(row.received).padStart(8)}  ` +
     `${row.rssMb.toFixed(0).padStart(6)}`);
 }
