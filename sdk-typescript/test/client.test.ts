@@ -131,6 +131,26 @@ describe("client", () => {
     assert.deepEqual(gw.events().slice(3).map((e) => e.seq), [2, 3, 4]);
   });
 
+  it("store overflow: backpressure keeps batches queued (queue policy applies); drop_oldest drops idle batches", async () => {
+    gw.requests.length = 0;
+    gw.script = () => ({ status: 503, body: { code: "overloaded", message: "" } });
+    const opts = { maxPendingBatches: 2, maxBatchEvents: 10, maxQueueEvents: 30, maxInFlight: 1, retryDeadlineMs: 60_000 };
+    const back = client(gw, opts);
+    let accepted = 0;
+    for (let i = 0; i < 100; i++) if (back.track("page_view", {}).ok) accepted++;
+    assert.equal(accepted, 50); // 2 batches in the store + 30 queued
+    assert.equal(back.metrics().dropped.queue_full, 50);
+    const drop = client(gw, { ...opts, spoolOverflow: "drop_oldest" });
+    for (let i = 0; i < 100; i++) assert.ok(drop.track("page_view", {}).ok);
+    const m = drop.metrics();
+    assert.ok((m.dropped.store_full_oldest ?? 0) >= 70, JSON.stringify(m.dropped));
+    assert.equal(m.pendingBatches, 2);
+    gw.script = () => undefined;
+    await back.close(20_000); // the refused events were never accepted: every accepted one is delivered
+    assert.equal(back.metrics().acknowledged, 50);
+    await assert.rejects(drop.close(20_000), UndeliveredError);
+  });
+
   it("throws InvalidEventError for bad arguments, and takes no seq for them", async () => {
     const c = client(gw);
     assert.throws(() => c.track("Bad-Type", {}), InvalidEventError);
