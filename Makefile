@@ -5,9 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup up down status demo test test-ts test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed
 .PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed \
-	conformance
+	conformance test-ts
 
 setup:
 	@bash stack/setup.sh
