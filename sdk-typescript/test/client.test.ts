@@ -89,6 +89,18 @@ describe("client", () => {
     assert.ok(refused.some((e) => e.code === "event_too_large"));
   });
 
+  it("delivers what was tracked during an outage once the gateway is back, when close() is given the time", async () => {
+    gw.requests.length = 0;
+    const back = Date.now() + 1000;
+    gw.script = () => (Date.now() < back ? { status: 200, reset: true } : undefined);
+    const c = client(gw, { retryMaxMs: 200 });
+    for (let i = 0; i < 400; i++) c.track("page_view", { i });
+    await c.close(20_000);
+    const seqs = new Set(gw.requests.flatMap((r) => r.body.events.map((e) => e.seq)));
+    assert.equal(seqs.size, 400);
+    assert.ok(c.metrics().retries > 0);
+  });
+
   it("refuses a 401 without retry; close() rejects with UndeliveredError", async () => {
     gw.requests.length = 0;
     gw.script = () => ({ status: 401, body: { code: "invalid_write_key", message: "no" } });
