@@ -153,20 +153,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   async flush(timeoutMs?: number): Promise<boolean> {
     const target = this.enqueued + this.recovered;
     this.sealOpen();
-    if (this.counters.settled >= target) return true;
-    if (timeoutMs === undefined) {
-      await this.counters.until(target);
-      return true;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    });
-    try {
-      return await Promise.race([this.counters.until(target).then(() => true), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return this.counters.until(target, timeoutMs);
   }
 
   /**

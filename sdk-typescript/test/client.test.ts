@@ -179,6 +179,8 @@ describe("client", () => {
     gw.script = () => ({ status: 503, body: { code: "overloaded", message: "" } });
     const c = client(gw, { retryDeadlineMs: 200 });
     c.track("page_view", {});
+    assert.equal(await c.flush(1), false);
+    assert.equal((c as unknown as { counters: { waiting: number } }).counters.waiting, 0, "a timed-out flush leaves no waiter");
     assert.equal(await c.flush(5000), true);
     assert.equal(c.metrics().dropped.retry_deadline, 1);
     assert.ok(gw.requests.length >= 2);
