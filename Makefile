@@ -8,6 +8,8 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos
+.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed \
+	conformance test-ts
 
 setup:
 	@bash stack/setup.sh

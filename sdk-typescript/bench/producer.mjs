@@ -11,13 +11,17 @@ function properties(i) {
 }
 
 async function run() {
-  if (sdk === "headwater") {
+  if (sdk === "headwater" || sdk === "headwater-spool") {
     const { Headwater } = await import("../dist/esm/index.js");
-    const client = new Headwater({ endpoint: sink, writeKey: "wk_bench", handleExit: false, maxQueueEvents: n });
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const spoolDir = sdk === "headwater-spool" ? mkdtempSync(`${tmpdir()}/hw-bench-`) : null;
+    const client = new Headwater({ endpoint: sink, writeKey: "wk_bench", handleExit: false, maxQueueEvents: n, spoolDir });
     const t0 = performance.now();
     for (let i = 0; i < n; i++) client.track("page_view", properties(i), { partitionKey: `u-${i % 97}` });
     const trackMs = performance.now() - t0;
     const closed = await client.closeQuietly(120_000);
+    if (spoolDir !== null) rmSync(spoolDir, { recursive: true, force: true });
     return { trackMs, closed };
   }
   if (sdk === "segment") {

@@ -14,7 +14,7 @@ import {
   VERSION,
 } from "../src/index.js";
 
-const CAPABILITIES = ["json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "track_seq", "event_id", "timestamp", "max_in_flight"];
+const CAPABILITIES = ["json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "track_seq", "event_id", "timestamp", "max_in_flight", "env_config"];
 type Json = Record<string, unknown>;
 
 /** Python option name -> [TypeScript option, seconds to milliseconds]. */
@@ -57,13 +57,19 @@ function report(err: DeliveryError): void {
 }
 
 function init(cmd: Json): Json {
-  const opts: Record<string, unknown> = { endpoint: cmd.endpoint, writeKey: cmd.write_key, spoolDir: cmd.spool_dir ?? null, handleExit: false };
-  for (const [name, value] of Object.entries((cmd.options as Json | undefined) ?? {})) {
-    const entry = OPTIONS[name];
-    if (entry === undefined) throw new Failure("config_error", `unknown option: ${name}`);
-    opts[entry[0]] = entry[1] && typeof value === "number" ? value * 1000 : value;
+  if (cmd.env !== undefined && cmd.env !== null) {
+    // Configuration from exactly these variables, the way the SDK reads its environment.
+    const spool = typeof cmd.spool_dir === "string" ? { spoolDir: cmd.spool_dir } : {};
+    client = Headwater.fromEnv({ handleExit: false, ...spool }, cmd.env as NodeJS.ProcessEnv);
+  } else {
+    const opts: Record<string, unknown> = { endpoint: cmd.endpoint, writeKey: cmd.write_key, spoolDir: cmd.spool_dir ?? null, handleExit: false };
+    for (const [name, value] of Object.entries((cmd.options as Json | undefined) ?? {})) {
+      const entry = OPTIONS[name];
+      if (entry === undefined) throw new Failure("config_error", `unknown option: ${name}`);
+      opts[entry[0]] = entry[1] && typeof value === "number" ? value * 1000 : value;
+    }
+    client = new Headwater(opts as unknown as HeadwaterOptions);
   }
-  client = new Headwater(opts as unknown as HeadwaterOptions);
   reported = [];
   client.on("delivery", (r) => reported.push({ kind: "delivered", batch_id: r.batchId, accepted: r.accepted }));
   client.on("failure", report);

@@ -3,17 +3,27 @@
 import { EventEmitter } from "node:events";
 import { Batcher } from "./batcher.js";
 import { buildConfig, type Config, type HeadwaterOptions, optionsFromEnv } from "./config.js";
-import { type DeliveryError, EventsDroppedError, InvalidEventError, TransportError, UndeliveredError } from "./errors.js";
+import { ConfigError, type DeliveryError, EventsDroppedError, InvalidEventError, TransportError, UndeliveredError } from "./errors.js";
+import { Dispatcher } from "./dispatcher.js";
 import { checkEventType, checkOptions, encodeEvent, encodeProperties, type EnvelopeParts, type TrackOptions } from "./event.js";
 import { newProducerId } from "./ids.js";
 import * as lifecycle from "./lifecycle.js";
 import { Counters, type Metrics } from "./metrics.js";
-import { type Action, type DeliveryReport, Sender } from "./sender.js";
+import { type DeliveryReport, Sender } from "./sender.js";
 import { DiskSpool } from "./spool.js";
 import { SchemaCache } from "./registry.js";
 import { MemoryStore } from "./store.js";
 import { HttpTransport, type Transport } from "./transport.js";
-import type { Batch } from "./wire.js";
+
+function openSpool(cfg: Config, report: (reason: string, n: number, detail: string) => void): DiskSpool {
+  try {
+    return new DiskSpool(cfg.spoolDir as string, cfg.spoolMaxBytes, cfg.spoolOverflow, cfg.spoolFsync === "always", report,
+      (msg) => process.emitWarning(`headwater: ${msg}`));
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`spoolDir (HEADWATER_SPOOL_DIR) ${cfg.spoolDir} is unusable: ${(err as Error).message}`);
+  }
+}
 
 /** What track() did: accepted with its seq and event id, or refused (counted in `metrics().dropped`). */
 export type TrackResult =
@@ -43,12 +53,9 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   private readonly recovered: number;
   private nextSeq: number;
   private enqueued = 0;
-  private inFlight = 0;
-  private readonly sends = new Set<Promise<void>>();
+  private readonly dispatcher: Dispatcher;
   private readonly extraTransports: Transport[] = [];
   private lingerTimer: NodeJS.Timeout | undefined;
-  private pausedUntil = 0;
-  private pauseTimer: NodeJS.Timeout | undefined;
   private closing: Promise<boolean> | undefined;
   private readonly warned = new Map<string, number>(); // code -> last warning (no `failure` listener)
 
@@ -63,8 +70,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     this.config = cfg;
     const report = (reason: string, n: number, detail: string): void => this.storeDropped(reason, n, detail);
     if (cfg.spoolDir !== null) {
-      this.spool = new DiskSpool(cfg.spoolDir, cfg.spoolMaxBytes, cfg.spoolOverflow, cfg.spoolFsync === "always", report,
-        (msg) => process.emitWarning(`headwater: ${msg}`));
+      this.spool = openSpool(cfg, report);
       this.store = this.spool;
       this.nextSeq = this.spool.startSeq;
     } else {
@@ -72,7 +78,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
       this.nextSeq = 0;
     }
     this.recovered = this.store.stats()[1];
-    this.store.onReady = () => this.pump();
+    this.store.onReady = () => this.dispatcher.pump();
     this.parts = {
       producerId: this.store.producerId,
       nodeIdJson: JSON.stringify(cfg.nodeId),
@@ -84,8 +90,10 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
       delivered: (r) => this.safeEmit("delivery", r),
       failed: (e) => this.fail(e),
     }, this.abort.signal, this.schemaCache(cfg));
+    this.dispatcher = new Dispatcher(cfg, this.store, this.sender, this.spool !== undefined, this.abort.signal, this.counters,
+      (e) => this.fail(e), () => this.moveSealed());
     if (cfg.handleExit) lifecycle.register(this);
-    if (this.recovered > 0) queueMicrotask(() => this.pump());
+    if (this.recovered > 0) queueMicrotask(() => this.dispatcher.pump());
   }
 
   private schemaCache(cfg: Config): SchemaCache | undefined {
@@ -145,20 +153,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   async flush(timeoutMs?: number): Promise<boolean> {
     const target = this.enqueued + this.recovered;
     this.sealOpen();
-    if (this.counters.settled >= target) return true;
-    if (timeoutMs === undefined) {
-      await this.counters.until(target);
-      return true;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    });
-    try {
-      return await Promise.race([this.counters.until(target).then(() => true), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return this.counters.until(target, timeoutMs);
   }
 
   /**
@@ -198,12 +193,9 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     this.stateValue = "closed";
     this.abort.abort();
     clearTimeout(this.lingerTimer);
-    clearTimeout(this.pauseTimer);
     this.transport.close(); // ends requests still in flight: nothing is sent after close() returns
     for (const t of this.extraTransports) t.close();
-    let bound: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.sends]), new Promise((r) => { bound = setTimeout(r, 2000); })]);
-    clearTimeout(bound); // a custom transport may not end its requests at close(): wait 2 s at most
+    await this.dispatcher.drain(2000); // a custom transport may not end its requests at close(): 2 s at most
     const unsent = this.batcher.queued + (this.spool === undefined ? this.idleStoreEvents() : 0);
     if (unsent > 0) {
       this.counters.settle(0, 0, { closed_unsent: unsent });
@@ -270,54 +262,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     for (let b = this.batcher.takeSealed((n) => !store.full(n)); b !== undefined; b = this.batcher.takeSealed((n) => !store.full(n))) {
       store.append(b);
     }
-    this.pump();
-  }
-
-  /** Start sends while fewer than `maxInFlight` are running and batches are ready. */
-  private pump(): void {
-    if (this.abort.signal.aborted || Date.now() < this.pausedUntil) return;
-    while (this.inFlight < this.config.maxInFlight) {
-      const batch = this.store.take();
-      if (batch === undefined) return;
-      this.inFlight += 1;
-      const send = this.sender.deliver(batch, this.spool !== undefined).then(
-        (action) => this.settleSend(batch, action),
-        (err: unknown) => {
-          process.emitWarning(`headwater: send failed unexpectedly: ${String(err)}`);
-          this.settleSend(batch, { kind: "release" });
-        },
-      );
-      this.sends.add(send);
-      void send.finally(() => this.sends.delete(send));
-    }
-  }
-
-  private settleSend(batch: Batch, action: Action): void {
-    this.inFlight -= 1;
-    if (action.kind === "ack") {
-      this.store.ack(batch);
-    } else if (action.kind === "split") {
-      this.store.replace(batch, action.parts);
-    } else if (this.abort.signal.aborted && this.spool === undefined) {
-      this.store.ack(batch);
-      this.counters.settle(0, 0, { closed_unsent: batch.events.length });
-      this.fail(new EventsDroppedError("closed_unsent", batch.events.length, "client closed during a retry"));
-    } else {
-      this.store.release(batch);
-      if (!this.abort.signal.aborted) this.pauseSends();
-    }
-    this.moveSealed();
-  }
-
-  /** The gateway stayed away past a batch's retry deadline (spool kept it): pause sends for `retryMaxMs`. */
-  private pauseSends(): void {
-    this.pausedUntil = Date.now() + this.config.retryMaxMs;
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = setTimeout(() => {
-      this.pausedUntil = 0;
-      this.pump();
-    }, this.config.retryMaxMs);
-    this.pauseTimer.unref();
+    this.dispatcher.pump();
   }
 }
 

@@ -58,10 +58,25 @@ export class Counters {
     this.dropped[reason] = (this.dropped[reason] ?? 0) + count;
   }
 
-  /** Resolves once `settled` reaches `target`. */
-  until(target: number): Promise<void> {
-    if (this.settled >= target) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push({ target, resolve }));
+  /** Resolves true once `settled` reaches `target`, or false after `timeoutMs` (the waiter is then removed). */
+  until(target: number, timeoutMs?: number): Promise<boolean> {
+    if (this.settled >= target) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waiter = { target, resolve: () => { clearTimeout(timer); resolve(true); } };
+      this.waiters.push(waiter);
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          this.waiters = this.waiters.filter((w) => w !== waiter);
+          resolve(false);
+        }, timeoutMs);
+      }
+    });
+  }
+
+  /** Waiters of flush() calls in progress. */
+  get waiting(): number {
+    return this.waiters.length;
   }
 
   snapshot(queued: number, enqueued: number, store: [number, number, number], spooled: number): Metrics {

@@ -24,7 +24,7 @@ import {
   encodeBatch,
   encodeState,
   fileName,
-  fsyncDirSync,
+  fsyncDir,
   parseName,
   SUFFIX,
   writeAtomicSync,
@@ -123,7 +123,13 @@ export class DiskSpool extends MemoryStore {
   /** Make sure `seq` is covered by the persisted reservation (called by track() before handing it out). */
   reserve(seq: number): void {
     if (seq >= this.reserved) {
-      this.writeState(seq + SEQ_RESERVATION); // rare: the early extension below did not land in time
+      try {
+        this.writeState(seq + SEQ_RESERVATION); // rare: the early extension below did not land in time
+      } catch (err) {
+        // The disk refuses writes: carry on (track() never throws for that); a crash now could reuse seqs.
+        this.warn(`cannot persist the seq reservation (${(err as Error).message})`);
+        this.reserved = seq + SEQ_RESERVATION;
+      }
     } else if (!this.extending && this.reserved - seq < SEQ_RESERVATION / 2) {
       this.extendAsync(seq + SEQ_RESERVATION);
     }
@@ -137,11 +143,11 @@ export class DiskSpool extends MemoryStore {
         // The check and the rename run in one tick: a synchronous write in between cannot be overtaken.
         if (target > this.reserved && this.locked) {
           renameSync(tmp, this.statePath);
-          if (this.fsync) fsyncDirSync(this.directory);
           this.reserved = target;
-        } else {
-          tryUnlink(tmp);
+          return this.fsync ? fsyncDir(this.directory) : undefined;
         }
+        tryUnlink(tmp);
+        return undefined;
       })
       .catch((err: Error) => this.warn(`cannot extend the seq reservation (${err.message})`))
       .finally(() => {
@@ -154,8 +160,8 @@ export class DiskSpool extends MemoryStore {
     const tmp = `${path}.tmp`;
     const done = writeTemp(tmp, encodeBatch(batch), this.fsync)
       .then(() => rename(tmp, path))
+      .then(() => (this.fsync ? fsyncDir(this.batchesDir) : undefined))
       .then(() => {
-        if (this.fsync) fsyncDirSync(this.batchesDir);
         entry.path = path;
         if (this.memoryBytes + entry.nbytes > MEMORY_COPY_MAX) {
           entry.batch = undefined;

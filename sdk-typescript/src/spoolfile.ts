@@ -158,7 +158,8 @@ export function fsyncDirSync(path: string): void {
   }
 }
 
-async function fsyncDir(path: string): Promise<void> {
+/** fsync a directory off the event loop. */
+export async function fsyncDir(path: string): Promise<void> {
   try {
     const fh = await open(path, "r");
     try {

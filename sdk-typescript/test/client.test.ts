@@ -89,6 +89,18 @@ describe("client", () => {
     assert.ok(refused.some((e) => e.code === "event_too_large"));
   });
 
+  it("delivers what was tracked during an outage once the gateway is back, when close() is given the time", async () => {
+    gw.requests.length = 0;
+    const back = Date.now() + 1000;
+    gw.script = () => (Date.now() < back ? { status: 200, reset: true } : undefined);
+    const c = client(gw, { retryMaxMs: 200 });
+    for (let i = 0; i < 400; i++) c.track("page_view", { i });
+    await c.close(20_000);
+    const seqs = new Set(gw.requests.flatMap((r) => r.body.events.map((e) => e.seq)));
+    assert.equal(seqs.size, 400);
+    assert.ok(c.metrics().retries > 0);
+  });
+
   it("refuses a 401 without retry; close() rejects with UndeliveredError", async () => {
     gw.requests.length = 0;
     gw.script = () => ({ status: 401, body: { code: "invalid_write_key", message: "no" } });
@@ -131,6 +143,26 @@ describe("client", () => {
     assert.deepEqual(gw.events().slice(3).map((e) => e.seq), [2, 3, 4]);
   });
 
+  it("store overflow: backpressure keeps batches queued (queue policy applies); drop_oldest drops idle batches", async () => {
+    gw.requests.length = 0;
+    gw.script = () => ({ status: 503, body: { code: "overloaded", message: "" } });
+    const opts = { maxPendingBatches: 2, maxBatchEvents: 10, maxQueueEvents: 30, maxInFlight: 1, retryDeadlineMs: 60_000 };
+    const back = client(gw, opts);
+    let accepted = 0;
+    for (let i = 0; i < 100; i++) if (back.track("page_view", {}).ok) accepted++;
+    assert.equal(accepted, 50); // 2 batches in the store + 30 queued
+    assert.equal(back.metrics().dropped.queue_full, 50);
+    const drop = client(gw, { ...opts, spoolOverflow: "drop_oldest" });
+    for (let i = 0; i < 100; i++) assert.ok(drop.track("page_view", {}).ok);
+    const m = drop.metrics();
+    assert.ok((m.dropped.store_full_oldest ?? 0) >= 70, JSON.stringify(m.dropped));
+    assert.equal(m.pendingBatches, 2);
+    gw.script = () => undefined;
+    await back.close(20_000); // the refused events were never accepted: every accepted one is delivered
+    assert.equal(back.metrics().acknowledged, 50);
+    await assert.rejects(drop.close(20_000), UndeliveredError);
+  });
+
   it("throws InvalidEventError for bad arguments, and takes no seq for them", async () => {
     const c = client(gw);
     assert.throws(() => c.track("Bad-Type", {}), InvalidEventError);
@@ -147,6 +179,8 @@ describe("client", () => {
     gw.script = () => ({ status: 503, body: { code: "overloaded", message: "" } });
     const c = client(gw, { retryDeadlineMs: 200 });
     c.track("page_view", {});
+    assert.equal(await c.flush(1), false);
+    assert.equal((c as unknown as { counters: { waiting: number } }).counters.waiting, 0, "a timed-out flush leaves no waiter");
     assert.equal(await c.flush(5000), true);
     assert.equal(c.metrics().dropped.retry_deadline, 1);
     assert.ok(gw.requests.length >= 2);

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { Headwater, type HeadwaterOptions, SpoolLockedError, UndeliveredError } from "../src/index.js";
+import { ConfigError, Headwater, type HeadwaterOptions, SpoolLockedError, UndeliveredError } from "../src/index.js";
 import { TestGateway } from "./gateway.js";
 
 const CHILD = join(import.meta.dirname, "fixtures", "child.js");
@@ -94,6 +94,23 @@ describe("disk spool", () => {
     await assert.rejects(d.close(5000), UndeliveredError);
     assert.equal(d.metrics().dropped.spool_corrupt, 5);
     assert.deepEqual(readdirSync(join(spool, "quarantine")), [name]);
+  });
+
+  it("refuses an unusable spool directory with ConfigError", () => {
+    const file = join(dir, "a-file");
+    writeFileSync(file, "x");
+    assert.throws(() => new Headwater(options(gw, join(file, "spool"))), ConfigError);
+  });
+
+  it("on SIGTERM, closes the client (flushing) and still ends the process by that signal", async () => {
+    gw.requests.length = 0;
+    gw.script = () => undefined;
+    const child = spawn(process.execPath, [CHILD, gw.url, "-", "5", "serve"], { stdio: ["ignore", "pipe", "inherit"] });
+    await once(child.stdout, "data");
+    child.kill("SIGTERM");
+    const [code, signal] = (await once(child, "exit")) as [number | null, string | null];
+    assert.deepEqual([code, signal], [null, "SIGTERM"]);
+    assert.equal(gw.events().length, 5);
   });
 
   it("does not keep an idle process alive, and flushes at exit", async () => {
