@@ -16,11 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.env import env_float
-
-try:  # the packaging work of this release moves the stack.env reader from stack/ to common/
-    from common.envfile import read_env  # type: ignore[import-not-found,unused-ignore]
-except ModuleNotFoundError:
-    from stack.envfile import read_env  # type: ignore[import-not-found,no-redef,unused-ignore]
+from common.envfile import read_env
 
 DEFAULT_ENV_FILE = Path(__file__).resolve().parent.parent / ".headwater" / "stack.env"
 

@@ -12,10 +12,11 @@ from tests.packaging.installs import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 DEV_ONLY = {"stack", "bench", "tests", "loadtest"}
-SERVICES = {"gateway", "registry", "spark_pipeline", "schemas"}
-# What each deployable package may import of this repository (the gateway ships `schemas` for its routes).
-ALLOWED = {"gateway": {"gateway", "common", "schemas"}, "registry": {"registry", "common"},
-           "spark_pipeline": {"spark_pipeline", "common"}, "schemas": {"schemas", "common"}, "common": {"common"}}
+SERVICES = {"gateway", "registry", "spark_pipeline", "schemas", "console", "deadletter"}
+# What each deployable package may import of this repository (the dead-letter tool validates with the gateway's code).
+ALLOWED = {"gateway": {"gateway", "common"}, "registry": {"registry", "common"},
+           "spark_pipeline": {"spark_pipeline", "common"}, "schemas": {"schemas", "common"}, "common": {"common"},
+           "console": {"console", "common"}, "deadletter": {"deadletter", "gateway", "common"}}
 
 
 def repo_imports(package: str) -> dict[str, set[str]]:

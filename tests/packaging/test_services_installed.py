@@ -7,6 +7,7 @@ import hashlib
 import json
 import subprocess
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,13 +21,12 @@ from tests.packaging.installs import Installed, free_port, install, stop, wait_h
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # includes a pip install per venv
 WRITE_KEY = "hw_packaging-test-key-0123456789abcdefghijklmnop"
-NOT_SHIPPED = ("stack", "bench", "tests", "loadtest", "spark_pipeline")
+NOT_SHIPPED = ("stack", "bench", "tests", "loadtest", "spark_pipeline", "schemas")
 
 
 @pytest.fixture(scope="module")
 def gateway_venv(tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    # `schemas` is shipped inside the gateway package until routes come from the registry (see its pyproject).
-    return install(tmp_path_factory.mktemp("gateway-pkg"), "gateway", "common", "schemas")
+    return install(tmp_path_factory.mktemp("gateway-pkg"), "gateway", "common")
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +117,27 @@ def test_the_installed_registry_starts_and_serves_a_registration(registry_venv: 
     finally:
         stop(proc)
     assert proc.returncode == 0, (tmp_path / "registry.log").read_text()[-3000:]
+
+
+@pytest.fixture(scope="module")
+def console_venv(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    return install(tmp_path_factory.mktemp("console-pkg"), "console", "common")
+
+
+def test_the_installed_console_serves_its_page(console_venv: Installed, bootstrap: str, registry_url: str,
+                                               tmp_path: Path) -> None:
+    imports_only_its_own(console_venv, "console")
+    port = free_port()
+    env = console_venv.env({"KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url,
+                            "HEADWATER_CONSOLE_PORT": str(port), "HEADWATER_PIPELINE_DIR": str(tmp_path / "pipeline")})
+    with open(tmp_path / "console.log", "wb") as log:
+        proc = subprocess.Popen([str(console_venv.bin("headwater-console"))], cwd=console_venv.workdir, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_http_200(f"http://127.0.0.1:{port}/", proc)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
+            assert b"<canvas" in resp.read()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/charts.js", timeout=10) as resp:
+            assert resp.status == 200 and len(resp.read()) > 100  # the static files ship as package data
+    finally:
+        stop(proc)
