@@ -8,8 +8,6 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos
-.PHONY: setup up down status demo test test-unit test-integration test-spark lint clean bench loadtest loadtest-distributed \
-	conformance test-ts
 
 setup:
 	@bash stack/setup.sh
@@ -62,8 +60,9 @@ test-spark: setup
 # (50: about 185 k events through broker, gateway, registry and producer faults, each reconciled with Kafka).
 CHAOS_SCALE ?= 50
 chaos: setup
-	@HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) $(PY) -m pytest -s -m integration tests/gateway/test_faults.py \
-		tests/gateway/test_faults_processes.py $(wildcard tests/gateway/test_hostile*.py) $(PYTEST_ARGS)
+	@HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) HEADWATER_CHAOS=full $(PY) -m pytest -s -m integration tests/gateway/test_faults.py \
+		tests/gateway/test_faults_processes.py tests/gateway/test_hostile.py tests/gateway/test_hostile_protocol.py \
+		tests/gateway/test_hostile_process.py $(PYTEST_ARGS)
 
 # Not a test: starts a private stack on free ports, prints the gateway's figures and one JSON line at the end.
 bench: setup
