@@ -64,10 +64,11 @@ for pom in stack/maven/*/pom.xml; do
   echo "$stamp" > "$JARS/$name.stamp"
 done
 
-bash stack/setup-go.sh  # the Go SDK's toolchain and modules
-# 4. The TypeScript SDK (sdk-typescript/): npm ci from its lockfile, then its build.
+# 4. The Go SDK's toolchain check and its pinned modules (sdk-go/, sdk-go/bench/).
+bash stack/setup-go.sh
+# 5. The TypeScript SDK (sdk-typescript/): npm ci from its lockfile, then its build.
 bash stack/setup-node.sh
-# 4. Chromium and promtool for the console's browser test and the alert-rule tests (stack/setup-browser.sh).
+# 6. Chromium and promtool for the console's browser test and the alert-rule tests.
 bash stack/setup-browser.sh
 
 say "done in $(( $(date +%s) - t0 ))s"
