@@ -25,7 +25,11 @@ PROFILES: dict[str, dict[str, str]] = {
     "small_limits": {"HEADWATER_GATEWAY_MAX_BODY_BYTES": "65536", "HEADWATER_GATEWAY_MAX_COMPRESSED_BYTES": "65536",
                      "HEADWATER_GATEWAY_MAX_EVENT_BYTES": "4096"},
     "slow_body": {"HEADWATER_GATEWAY_BODY_TIMEOUT_S": "1"},
-    "rate_limited": {"HEADWATER_GATEWAY_SOURCE_EVENTS_PER_S": "1"},
+    # Slow refills (10 s an event, 100 s a lookup): a second request right after the first is refused even when
+    # the first takes seconds on a loaded machine.
+    "rate_limited": {"HEADWATER_GATEWAY_SOURCE_EVENTS_PER_S": "0.1"},
+    "lookups_limited": {"HEADWATER_GATEWAY_REGISTRY_LOOKUPS_PER_S": "0.01",
+                        "HEADWATER_GATEWAY_REGISTRY_LOOKUP_BURST": "1"},
     "overloaded": {"HEADWATER_GATEWAY_MAX_INFLIGHT_EVENTS": "1"},
     "kafka_down": {"KAFKA_BOOTSTRAP": "127.0.0.1:{dead_port}", "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S": "1",
                    "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S": "2"},
