@@ -14,6 +14,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from .tcpproxy import CuttableProxy
 from .vectors import REPO
 
 WRITE_KEY = "hw_conformance-gateway-key-0123456789abcdefghijklmnop"
@@ -24,11 +25,17 @@ PROFILES: dict[str, dict[str, str]] = {
     "small_limits": {"HEADWATER_GATEWAY_MAX_BODY_BYTES": "65536", "HEADWATER_GATEWAY_MAX_COMPRESSED_BYTES": "65536",
                      "HEADWATER_GATEWAY_MAX_EVENT_BYTES": "4096"},
     "slow_body": {"HEADWATER_GATEWAY_BODY_TIMEOUT_S": "1"},
-    "rate_limited": {"HEADWATER_GATEWAY_SOURCE_EVENTS_PER_S": "1"},
+    # Slow refills (10 s an event, 100 s a lookup): a second request right after the first is refused even when
+    # the first takes seconds on a loaded machine.
+    "rate_limited": {"HEADWATER_GATEWAY_SOURCE_EVENTS_PER_S": "0.1"},
+    "lookups_limited": {"HEADWATER_GATEWAY_REGISTRY_LOOKUPS_PER_S": "0.01",
+                        "HEADWATER_GATEWAY_REGISTRY_LOOKUP_BURST": "1"},
     "overloaded": {"HEADWATER_GATEWAY_MAX_INFLIGHT_EVENTS": "1"},
     "kafka_down": {"KAFKA_BOOTSTRAP": "127.0.0.1:{dead_port}", "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S": "1",
                    "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S": "2"},
-    "registry_down": {"REGISTRY_URL": "http://127.0.0.1:{dead_port}", "HEADWATER_GATEWAY_REGISTRY_TIMEOUT_S": "1"},
+    # A worker serves only once its schemas are loaded (docs/gateway-recovery.md): this gateway reaches the
+    # registry through a proxy that is cut once it is alive, so only schemas it has not cached are unreachable.
+    "registry_down": {"REGISTRY_URL": "{registry_proxy}", "HEADWATER_GATEWAY_REGISTRY_TIMEOUT_S": "1"},
 }
 START_TIMEOUT_S = 120.0
 
@@ -47,6 +54,7 @@ class GatewayPool:
         self.stack_env = stack_env
         self.logdir = logdir
         self.running: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+        self.proxies: list[CuttableProxy] = []
 
     def url(self, profile: str) -> str:
         """The base URL of the profile's gateway, started if needed."""
@@ -65,7 +73,13 @@ class GatewayPool:
                     "HEADWATER_GATEWAY_WORKERS": "1", "HEADWATER_GATEWAY_WRITE_KEYS": keys,
                     "HEADWATER_GATEWAY_LOG_LEVEL": "WARNING",
                     "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"hw-conformance-{profile}-{uuid.uuid4().hex[:8]}"})
-        env.update({k: v.format(dead_port=free_port()) for k, v in PROFILES[profile].items()})
+        proxy = None
+        if "{registry_proxy}" in PROFILES[profile].values():
+            host, _, reg_port = self.stack_env["REGISTRY_URL"].removeprefix("http://").rstrip("/").partition(":")
+            proxy = CuttableProxy(host, int(reg_port or 80))
+            self.proxies.append(proxy)
+        proxy_url = f"http://127.0.0.1:{proxy.port}" if proxy else ""
+        env.update({k: v.format(dead_port=free_port(), registry_proxy=proxy_url) for k, v in PROFILES[profile].items()})
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
         self.logdir.mkdir(parents=True, exist_ok=True)
         with (self.logdir / f"gateway-{profile}.log").open("ab") as log:
@@ -80,6 +94,8 @@ class GatewayPool:
             try:
                 with urllib.request.urlopen(url + "/livez", timeout=2) as resp:
                     if resp.status == 200:
+                        if proxy is not None:
+                            proxy.cut()
                         return proc, url
             except (urllib.error.URLError, OSError):
                 time.sleep(0.3)
@@ -98,3 +114,6 @@ class GatewayPool:
                 proc.kill()
                 proc.wait()
         self.running.clear()
+        for proxy in self.proxies:
+            proxy.cut()
+        self.proxies.clear()
