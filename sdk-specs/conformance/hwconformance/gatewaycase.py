@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from stack.envfile import read_env
+from common.envfile import read_env
 
 from .gatewaybody import Generator, build
 from .gateways import REVOKED_KEY, WRITE_KEY, GatewayPool
