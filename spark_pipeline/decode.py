@@ -11,11 +11,18 @@ Records whose id the snapshot does not know make the batch fail with UNKNOWN_SCH
 streaming): the job then takes a new snapshot and restarts from the checkpoint, so nothing is lost or
 counted twice. Ids the registry does not know either, bad framing and Avro errors go to the dead-letter
 output with a reason.
+
+Each subject's decoded struct is brought to the canonical row by `normalise.py` before the coalesce (a plain
+`long` created_at becomes a timestamp, ...). A subject whose schema cannot be normalised, or that Spark
+cannot decode at all, is skipped with a logged warning: the other types decode as usual and its records go
+to the dead letters as `unusable schema <subject>: <why>`, so one odd schema never stops the job.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from dataclasses import dataclass
 from typing import Any
 
 import fastavro
@@ -23,7 +30,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
+from spark_pipeline import normalise
 from spark_pipeline.snapshot import SchemaSnapshot
+
+log = logging.getLogger("spark_pipeline")
 
 UNKNOWN_ID_MARKER = "HEADWATER_UNKNOWN_SCHEMA_ID="
 
@@ -38,7 +48,7 @@ TYPED_FIELDS: dict[str, dict[str, list[str]]] = {
     "purchase": {"user_id": ["user_id"], "metric_value": ["total"]},
     "server_metric": {"metric_value": ["value"]},
 }
-TYPED_COLUMNS = {"user_id": "string", "user_agent": "string", "metric_value": "double"}
+TYPED_COLUMNS = {name: t.simpleString() for name, t in normalise.TYPED_TYPES.items()}
 HEADERS = ["received_at", "client_ip", "user_agent", "batch_id", "source"]
 ROW_COLUMNS = [*ENVELOPE, "properties_json", *TYPED_COLUMNS]
 # What the aggregates and the loss audit read: decoding only these (`decode(fields=...)`) lets Avro skip the
@@ -83,7 +93,9 @@ def projected_reader(reader_schema: str, event_type: str, fields: frozenset[str]
     reader. Every kept field is kept whole (type, default, doc), so Avro's resolution against older writers
     is unchanged. Falls back to the full schema when cutting would orphan a named type another field uses.
     """
-    parsed: dict[str, Any] = json.loads(reader_schema)
+    parsed: Any = json.loads(reader_schema)
+    if not isinstance(parsed, dict):  # not a record: nothing to cut (the decoder skips such a subject)
+        return reader_schema
     sources = TYPED_FIELDS.get(event_type, {})
     wanted_props = {src for name in fields & TYPED_COLUMNS.keys() for src in sources.get(name, [])}
     kept = []
@@ -120,32 +132,52 @@ def _decoded_struct(snapshot: SchemaSnapshot, subject: str, fields: frozenset[st
     return out
 
 
-def _properties_fields(reader_schema: str) -> set[str]:
-    parsed: dict[str, Any] = json.loads(reader_schema)
-    for f in parsed.get("fields", []):
-        if f["name"] == "properties" and isinstance(f["type"], dict):
-            return {p["name"] for p in f["type"].get("fields", [])}
-    return set()
+@dataclass(frozen=True)
+class SubjectPlan:
+    """How one subject decodes: its column and ids, then either the decode, row and row condition, or the
+    reason it is skipped (its records are dead-lettered with it)."""
+
+    subject: str
+    column: str
+    ids: tuple[int, ...]
+    decoded: Column | None = None
+    row: Column | None = None
+    valid: Column | None = None
+    reason: str | None = None
 
 
-def _row_of(snapshot: SchemaSnapshot, subject: str, col: str, fields: frozenset[str]) -> Column:
-    """The flat event row (as a struct of the ROW_COLUMNS in `fields`) from one subject's decoded column."""
-    d = F.col(col)
-    event_type = subject.rsplit(".", 1)[-1]
-    present = _properties_fields(snapshot.readers[subject].schema)
-    columns = []
-    for name in ROW_COLUMNS:
-        if name not in fields:
-            continue
-        if name == "properties_json":
-            columns.append(F.to_json(d["properties"]).alias(name))
-        elif name in TYPED_COLUMNS:
-            sources = [d["properties"][src] for src in TYPED_FIELDS.get(event_type, {}).get(name, []) if src in present]
-            value = F.coalesce(*sources) if sources else F.lit(None)
-            columns.append(value.cast(TYPED_COLUMNS[name]).alias(name))
-        else:
-            columns.append(d[name].alias(name))
-    return F.struct(*columns)
+_warned: set[tuple[str, str]] = set()
+
+
+def plan_subject(framed: DataFrame, snapshot: SchemaSnapshot, subject: str, column: str,
+                 fields: frozenset[str]) -> SubjectPlan:
+    """Plan `subject`'s decode into `column`; a schema Spark cannot decode or normalise is skipped (logged once).
+
+    The decoded struct's type is Spark's own (the plan is analysed), so the normalisation sees exactly what
+    from_avro yields for the reader schema.
+    """
+    ids = tuple(sorted(sid for sid, w in snapshot.writers.items() if w.subject == subject))
+    try:
+        decoded = _decoded_struct(snapshot, subject, fields)
+        struct = framed.select(decoded.alias(column)).schema[column].dataType
+        row, valid = normalise.canonical_row(F.col(column), struct, TYPED_FIELDS.get(subject.rsplit(".", 1)[-1], {}),
+                                             fields)
+        return SubjectPlan(subject, column, ids, decoded, row, valid)
+    except normalise.Unusable as exc:
+        reason = str(exc)
+    except Exception as exc:  # any schema Spark refuses (AnalysisException, Py4JJavaError...): skip this one only
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        reason = f"Spark cannot decode it: {first_line[:300]}"
+    if (subject, reason) not in _warned:
+        _warned.add((subject, reason))
+        log.warning("skipping event schema %s (ids %s): %s; its records go to the dead letters", subject,
+                    list(ids), reason)
+    return SubjectPlan(subject, column, ids, reason=f"unusable schema {subject}: {reason}")
+
+
+def _row_ok(plan: SubjectPlan) -> Column:
+    present = F.col(plan.column).isNotNull()
+    return present if plan.valid is None else present & plan.valid
 
 
 def decode(framed: DataFrame, snapshot: SchemaSnapshot, strict: bool,
@@ -163,7 +195,8 @@ def decode(framed: DataFrame, snapshot: SchemaSnapshot, strict: bool,
     wanted = frozenset(ROW_COLUMNS) if fields is None else frozenset(fields) | _ALWAYS
     if unknown_fields := wanted - set(ROW_COLUMNS):
         raise ValueError(f"not columns of the event row: {sorted(unknown_fields)}")
-    columns = _subject_columns(snapshot)
+    plans = [plan_subject(framed, snapshot, s, c, wanted) for s, c in _subject_columns(snapshot).items()]
+    usable = [p for p in plans if p.reason is None]
     known = list(snapshot.writers)
     sid = F.col("schema_id")
     id_known = sid.isin(known) if known else F.lit(False)
@@ -172,10 +205,9 @@ def decode(framed: DataFrame, snapshot: SchemaSnapshot, strict: bool,
     # spark_partition_id() is nondeterministic (and always >= 0): it stops the optimizer from pushing the
     # `error` filters of `events`/`dead_letters` below this projection, which would repeat every from_avro.
     barrier = ~bad_frame & (F.spark_partition_id() >= 0)
-    step1 = framed.select("*", *[F.when(barrier, _decoded_struct(snapshot, s, wanted)).alias(c)
-                                 for s, c in columns.items()])
-    rows = [F.when(F.col(c).isNotNull(), _row_of(snapshot, s, c, wanted)) for s, c in columns.items()]
-    event = F.coalesce(*rows) if rows else F.lit(None)
+    step1 = framed.select("*", *[F.when(barrier, p.decoded).alias(p.column) for p in usable])
+    rows = [F.when(_row_ok(p), p.row) for p in usable]
+    event = F.coalesce(*rows) if rows else F.lit(None).cast(normalise.row_type(wanted))
     error = F.when(F.lit(False), F.lit(None).cast("string"))
     if strict:  # in `error` because every query reads it (an unused column would be pruned away)
         bad = list(snapshot.bad_ids)
@@ -185,8 +217,15 @@ def decode(framed: DataFrame, snapshot: SchemaSnapshot, strict: bool,
     truncated = F.col("value").isNull() | (F.col("length") < 6)
     error = (error.when(truncated, F.lit("truncated: shorter than the 5-byte header"))
              .when(F.col("magic") != 0, F.lit("bad magic byte (not Confluent framing)"))
-             .when(unknown, F.concat(F.lit("unknown schema id "), sid.cast("string")))
-             .when(event.isNull(), F.concat(F.lit("Avro decode failed with writer schema id "), sid.cast("string"))))
+             .when(unknown, F.concat(F.lit("unknown schema id "), sid.cast("string"))))
+    for p in plans:
+        if p.reason is not None:
+            error = error.when(sid.isin(list(p.ids)), F.lit(p.reason))
+        elif p.valid is not None:
+            error = error.when(F.col(p.column).isNotNull() & ~p.valid, F.lit(
+                f"envelope timestamp out of range (epoch milliseconds expected) for {p.subject}"))
+    error = error.when(event.isNull(), F.concat(F.lit("Avro decode failed with writer schema id "),
+                                                sid.cast("string")))
     keep = [c for c in framed.columns if c != "body"]
     return step1.select(*keep, event.alias("event"), error.alias("error"))
 

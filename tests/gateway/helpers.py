@@ -12,7 +12,7 @@ from typing import Any
 import fastavro
 
 from gateway.schema_cache import NotFound
-from schemas.catalog import load_catalog
+from schemas.catalog import SCHEMAS_DIR, load_catalog
 
 WRITE_KEY = "hw_test-key-0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -207,15 +207,11 @@ def zstd(data: bytes) -> bytes:
 
 
 def event_type_schema(event_type: str) -> str:
-    """The schema text of a minimal new event type (envelope fields + a `plan` string property)."""
+    """The schema text of a minimal new event type: the envelope of `schemas/envelope.avsc` (logical types
+    included, as every real event type has them) + a `plan` string property."""
+    envelope = json.loads((SCHEMAS_DIR / "envelope.avsc").read_text())["fields"]
     return json.dumps({
         "type": "record", "name": event_type, "namespace": "headwater.events",
-        "fields": [{"name": "event_id", "type": "string"}, {"name": "event_type", "type": "string"},
-                   {"name": "producer_id", "type": "string"}, {"name": "seq", "type": "long"},
-                   {"name": "node_id", "type": "string"}, {"name": "created_at", "type": "long"},
-                   {"name": "sent_at", "type": "long"},
-                   {"name": "received_at", "type": ["null", "long"], "default": None},
-                   {"name": "sdk_name", "type": "string"}, {"name": "sdk_version", "type": "string"},
-                   {"name": "context", "type": {"type": "map", "values": "string"}},
+        "fields": [*envelope,
                    {"name": "properties", "type": {"type": "record", "name": f"{event_type}_properties",
                                                    "fields": [{"name": "plan", "type": "string"}]}}]})

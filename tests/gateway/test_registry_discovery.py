@@ -71,6 +71,7 @@ def test_an_id_registered_under_another_subject_is_refused(
     schema = event_type_schema(event_type)
     _register(registry_url, f"headwater.events.{event_type}", schema)
     spoof = schema.replace('"type": "string"}]}}', '"type": "long"}]}}')  # `plan` as a long: incompatible
+    assert spoof != schema
     spoof_id = _register(registry_url, f"attacker-{marker}", spoof)
     record = avro_record(_event(event_type, marker, 0)) | {"properties": {"plan": 7}}
     framed = avro_event(spoof, spoof_id, record)
