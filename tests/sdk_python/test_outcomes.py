@@ -102,11 +102,14 @@ def test_backpressure_never_drops_what_it_accepted(tmp_path: Any, spool: bool) -
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # the batcher may still be sealing what it took: wait until it is held
         m = c.metrics()
-        if m.queued >= 160 and m.queued + m.pending_events == m.enqueued:
+        if m.queued + m.pending_events == m.enqueued:
             break
         time.sleep(0.01)
     assert set(m.dropped) == {"queue_full"}, m.dropped  # never store_full: what was accepted is held
     assert m.queued + m.pending_events == m.enqueued  # every accepted event is still held: queue or store
-    assert m.queued >= 160  # the store filled first, then the queue (200), which then refused new events
+    # The queue (200) filled before new events were refused, on top of what the store took; the batcher may
+    # then still move a batch from the queue into the store (its bound is exceeded by at most one batch), so
+    # how many stay queued depends on timing, how many were accepted does not.
+    assert m.enqueued >= 200 + 40 and m.pending_events >= 40
     assert m.dropped["queue_full"] == seqs.count(None) == 6_000 - m.enqueued
     c.close(0.1)
