@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import signal
 import subprocess
-import time
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import pytest
 
 from tests.conftest import free_port
-from tests.kafka_helpers import consume_all, end_offsets
+from tests.kafka_helpers import end_offsets
+from tests.sdk_events import EVENTS_TOPIC, arrived
 
 pytestmark = pytest.mark.integration
-EVENTS_TOPIC = "headwater.events"
 SDK_GO = Path(__file__).resolve().parents[2] / "sdk-go"
 GO = shutil.which("go") or "/usr/local/go/bin/go"
 
@@ -57,41 +53,6 @@ def run_producer(binary: Path, env: dict[str, str], *args: str) -> dict[str, Any
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
-
-
-class Decoder:
-    """Decodes Confluent-framed records with writer schemas fetched from the registry by id."""
-
-    def __init__(self, registry_url: str) -> None:
-        self.registry_url = registry_url.rstrip("/")
-        self.schemas: dict[int, Any] = {}
-
-    def __call__(self, value: bytes) -> dict[str, Any]:
-        schema_id = int.from_bytes(value[1:5], "big")
-        if schema_id not in self.schemas:
-            with urllib.request.urlopen(f"{self.registry_url}/schemas/ids/{schema_id}", timeout=10) as resp:
-                self.schemas[schema_id] = fastavro.parse_schema(json.loads(json.loads(resp.read())["schema"]))
-        return dict(fastavro.schemaless_reader(io.BytesIO(value[5:]), self.schemas[schema_id]))  # type: ignore[arg-type]
-
-
-def arrived(env: dict[str, str], producer_id: str, expected: int, start: dict[int, int]) -> dict[int, set[str]]:
-    """seq -> event ids of every committed record of `producer_id` written after `start`."""
-    decode = Decoder(env["REGISTRY_URL"])
-    by_seq: dict[int, set[str]] = {}
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        by_seq.clear()
-        for msg in consume_all(env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC, "read_committed", timeout_s=60, start=start):
-            value = msg.value()
-            if value is None or producer_id.encode() not in value:
-                continue
-            record = decode(value)
-            if str(record["producer_id"]) == producer_id:
-                by_seq.setdefault(int(record["seq"]), set()).add(str(record["event_id"]))
-        if len(by_seq) >= expected:
-            break
-        time.sleep(1)
-    return by_seq
 
 
 def test_ten_thousand_events_from_goroutines_arrive_once_per_seq(producer: Path, gateway: dict[str, str],

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import free_port
 from tests.kafka_helpers import end_offsets
-from tests.sdk_python.test_integration_gateway import EVENTS_TOPIC, arrived
+from tests.sdk_events import EVENTS_TOPIC, arrived
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
