@@ -4,6 +4,8 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# The slowest tests of every run are listed at its end (to keep `make test` inside the CI budget).
+PYTEST_DURATIONS ?= --durations=25
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
@@ -36,7 +38,7 @@ lint: setup
 # Go and TypeScript SDK checks, the Python SDK on its other Pythons, then pytest (which includes the conformance
 # vectors of every SDK and the gateway: tests/conformance/).
 test: setup lint test-go test-ts test-pythons
-	@$(PY) -m pytest $(PYTEST_ARGS)
+	@$(PY) -m pytest $(PYTEST_DURATIONS) $(PYTEST_ARGS)
 
 # The Python SDK's unit tests on Python 3.9 and 3.13 (pyenv's; skipped, saying so, where they are absent).
 test-pythons: setup
