@@ -32,6 +32,7 @@ MAX_STATE_ROWS = 1_000_000
 
 State = Literal["starting", "running", "failed", "stopped"]
 STATES: tuple[str, ...] = get_args(State)
+OUTPUT_MODES = ("append", "update")
 
 # The stable refusal codes of `RuleError` (docs/rules.md, "Refusals").
 SYNTAX_ERROR = "syntax_error"
@@ -122,8 +123,9 @@ class Rule:
     """One applied rule. `version` grows by one each time the rule is applied with a changed SQL; `applied_at`
     is epoch ms; `output_schema_id` is the registry id of its output schema (None: the rule emits nothing);
     `key_columns` are the output columns its Kafka records are keyed by (window and grouping keys of an
-    aggregation, `event_id` of a filter); `aggregation` says whether it is a (windowed) aggregation, which the
-    runtime runs in update mode (others in append mode)."""
+    aggregation, `event_id` of a filter); `aggregation` says whether it is a (windowed) aggregation;
+    `output_mode` is the streaming output mode the analysis chose (OUTPUT_MODES: `update` for an aggregation
+    Spark can update, `append` otherwise)."""
 
     name: str
     sql: str
@@ -133,9 +135,12 @@ class Rule:
     output_schema_id: int | None
     key_columns: tuple[str, ...] = field(default_factory=tuple)
     aggregation: bool = False
+    output_mode: str = "append"
 
     def __post_init__(self) -> None:
         check_name(self.name)
+        if self.output_mode not in OUTPUT_MODES:
+            raise ModelError(f"rule {self.name}: output mode {self.output_mode!r} is not one of {OUTPUT_MODES}")
         if self.version < 1:
             raise ModelError(f"rule {self.name}: version {self.version} < 1")
         if len(self.sql.encode()) > MAX_SQL_BYTES:
@@ -173,7 +178,8 @@ class Rule:
                 name=_get(d, "name", str, what), sql=_get(d, "sql", str, what), version=_get(d, "version", int, what),
                 applied_at=_get(d, "applied_at", int, what), applied_by=_get(d, "applied_by", str, what),
                 output_schema_id=_get(d, "output_schema_id", int, what, optional=True), key_columns=tuple(keys),
-                aggregation=bool(_get(d, "aggregation", bool, what, optional=True)))
+                aggregation=bool(_get(d, "aggregation", bool, what, optional=True)),
+                output_mode=_get(d, "output_mode", str, what, optional=True) or "append")
         except RuleError as exc:
             raise ModelError(f"{what}: {exc.message}") from None
 

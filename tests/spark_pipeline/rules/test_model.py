@@ -31,7 +31,7 @@ def test_names_topics_subjects_views() -> None:
 
 
 def test_rule_json_round_trip() -> None:
-    r = rule(aggregation=True)
+    r = rule(aggregation=True, output_mode="update")
     back = Rule.from_json(r.to_json())
     assert back == r
     assert isinstance(back.key_columns, tuple)
@@ -43,7 +43,8 @@ def test_rule_json_refusals() -> None:
     good = json.loads(rule().to_json())
     for broken in (b"not json", b"[1]", json.dumps({**good, "version": "2"}), json.dumps({**good, "name": "Bad"}),
                    json.dumps({k: v for k, v in good.items() if k != "sql"}), json.dumps({**good, "version": True}),
-                   json.dumps({**good, "key_columns": [1]}), json.dumps({**good, "version": 0})):
+                   json.dumps({**good, "key_columns": [1]}), json.dumps({**good, "version": 0}),
+                   json.dumps({**good, "output_mode": "complete"})):
         with pytest.raises(ModelError):
             Rule.from_json(broken)
 
