@@ -159,3 +159,32 @@ def test_encode_columns_is_confluent_framed_avro(spark: SparkSession) -> None:
     record: Any = fastavro.schemaless_reader(io.BytesIO(row.value[5:]), parsed)
     assert record["region"] == "eu" and record["views"] == 3
     assert record["window"]["end"].minute == 1
+
+
+@pytest.mark.usefixtures("env")
+def test_rules_read_other_rules_outputs(spark: SparkSession, tmp_path: Path, bootstrap: str, registry_url: str,
+                                        events: tuple[str, list[Event]]) -> None:
+    """A routing rule's records (encoded as the runtime encodes them) read back through `rule_<name>` and
+    `` `rule.<name>` `` by a rule built on it."""
+    from spark_pipeline.config import PipelineConfig
+    from spark_pipeline.rules.cli import live_views
+    from spark_pipeline.rules.output import encode_columns
+
+    name = f"large_{uuid.uuid4().hex[:8]}"
+    routing = "SELECT event_id, order_id, currency, total, event_time FROM purchase WHERE total > 1000"
+    assert cli(tmp_path, "apply", sql_file(tmp_path, routing), "--name", name)[0] == 0
+    rule = stored(bootstrap)[name]
+    assert rule.output_schema_id is not None
+    cfg = PipelineConfig.from_env()
+    live_views(spark, cfg, {}, streaming=False)
+    records = encode_columns(spark.sql(routing), rule.output_schema_id, rule.key_columns)
+    records.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", rule.topic).save()
+
+    live_views(spark, cfg, {name: rule}, streaming=False)
+    expected = {str(e.record["event_id"]): float(e.record["properties"]["total"]) for e in events[1]
+                if e.event_type == "purchase" and float(e.record["properties"]["total"]) > 2000}
+    for view in (f"rule_{name}", f"`rule.{name}`"):
+        got = spark.sql(f"SELECT event_id, total, event_time FROM {view} WHERE total > 2000").collect()
+        assert {r.event_id: r.total for r in got} == expected
+        assert all(r.event_time is not None for r in got)
+    assert cli(tmp_path, "delete", name)[0] == 0
