@@ -1,0 +1,207 @@
+"""Reads and writes the rules and their statuses in their two compacted Kafka topics (key = rule name).
+
+Each topic has one partition (a total order of writes, like the registry's `_schemas`), `cleanup.policy=compact`
+and no retention limit; a tombstone (null value) deletes a key. Both are created when missing, with a replication
+factor of min(3, brokers). `latest_*` read a topic from its beginning to its end offset at the time of the call,
+so they see every write acknowledged before it; `TopicFollower` keeps reading for the pipeline's watcher.
+A stored value this version cannot read is skipped with a warning (it never stops the reader).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from spark_pipeline.rules.model import (
+    RULES_TOPIC,
+    STATUS_TOPIC,
+    ModelError,
+    Rule,
+    RuleStatus,
+    check_name,
+    output_topic,
+)
+
+log = logging.getLogger("spark_pipeline.rules")
+
+T = TypeVar("T")
+TOPIC_CONFIG = {"cleanup.policy": "compact", "retention.ms": "-1", "min.insync.replicas": "1",
+                "max.message.bytes": str(1024 * 1024)}
+OUTPUT_PARTITIONS = 3
+OUTPUT_RETENTION_MS = 7 * 24 * 3600 * 1000
+
+
+class StoreError(RuntimeError):
+    """Kafka refused or timed out a read or a write of the rule topics; the message says which."""
+
+
+def _cluster(bootstrap: str, timeout_s: float) -> tuple[AdminClient, Any]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        return admin, admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise StoreError(f"cannot reach Kafka at {bootstrap}: {exc}") from None
+
+
+def ensure_topics(bootstrap: str, timeout_s: float = 30.0) -> list[str]:
+    """Create RULES_TOPIC and STATUS_TOPIC if missing (compacted, one partition); return the names created."""
+    admin, meta = _cluster(bootstrap, timeout_s)
+    missing = [t for t in (RULES_TOPIC, STATUS_TOPIC) if t not in meta.topics]
+    if not missing:
+        return []
+    rf = max(1, min(3, len(meta.brokers)))
+    futures = admin.create_topics([NewTopic(t, num_partitions=1, replication_factor=rf, config=TOPIC_CONFIG)
+                                   for t in missing], operation_timeout=timeout_s, request_timeout=timeout_s)
+    created = []
+    for name, fut in futures.items():
+        try:
+            fut.result(timeout=timeout_s)
+            created.append(name)
+        except Exception as exc:
+            err = exc.args[0] if exc.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                continue  # another process created it meanwhile
+            raise StoreError(f"cannot create topic {name}: {exc}") from None
+    return created
+
+
+def ensure_output_topic(bootstrap: str, name: str, *, compacted: bool, partitions: int = OUTPUT_PARTITIONS,
+                        timeout_s: float = 30.0) -> bool:
+    """Create rule `name`'s output topic if missing (compacted for an aggregation, whose records are upserts by
+    key; else kept OUTPUT_RETENTION_MS); whether it was created."""
+    topic = output_topic(name)
+    admin, meta = _cluster(bootstrap, timeout_s)
+    if topic in meta.topics:
+        return False
+    config = {"cleanup.policy": "compact"} if compacted else {"cleanup.policy": "delete",
+                                                               "retention.ms": str(OUTPUT_RETENTION_MS)}
+    rf = max(1, min(3, len(meta.brokers)))
+    fut = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=rf, config=config)],
+                              operation_timeout=timeout_s, request_timeout=timeout_s)[topic]
+    try:
+        fut.result(timeout=timeout_s)
+    except Exception as exc:
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
+        raise StoreError(f"cannot create topic {topic}: {exc}") from None
+    return True
+
+
+class TopicFollower(Generic[T]):
+    """Reads one compacted topic from its beginning and keeps its latest value per key (None: deleted).
+
+    `read_to_end()` returns the keys that changed since the last call (the first call: every key), after
+    reading up to the end offset the broker reports at the time of the call.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, parse: Callable[[bytes], T], timeout_s: float = 30.0) -> None:
+        self.topic = topic
+        self.parse = parse
+        self.timeout_s = timeout_s
+        self.latest: dict[str, T] = {}
+        self._consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": f"headwater-rules-{uuid.uuid4().hex}",
+            "enable.auto.commit": False, "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+        self._partition = TopicPartition(topic, 0, OFFSET_BEGINNING)
+        self._consumer.assign([self._partition])
+        self._position = 0
+
+    def read_to_end(self) -> dict[str, T | None]:
+        try:
+            _, high = self._consumer.get_watermark_offsets(self._partition, timeout=self.timeout_s)
+        except Exception as exc:
+            raise StoreError(f"cannot read the end offset of {self.topic}: {exc}") from None
+        changed: dict[str, T | None] = {}
+        while self._position < high:
+            msg = self._consumer.poll(timeout=self.timeout_s)
+            if msg is None:
+                raise StoreError(f"timed out reading {self.topic} at offset {self._position} of {high}")
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    break
+                raise StoreError(f"reading {self.topic}: {err}")
+            self._position = int(msg.offset() or 0) + 1
+            self._apply(msg.key(), msg.value(), changed)
+        return changed
+
+    def _apply(self, raw_key: bytes | None, value: bytes | None, changed: dict[str, T | None]) -> None:
+        key = (raw_key or b"").decode("utf-8", "replace")
+        if value is None:
+            if self.latest.pop(key, None) is not None or key in changed:
+                changed[key] = None
+            return
+        try:
+            parsed = self.parse(value)
+        except ModelError as exc:
+            log.warning("%s: skipping the value of key %r: %s", self.topic, key, exc)
+            return
+        self.latest[key] = parsed
+        changed[key] = parsed
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class RuleStore:
+    """The rules and statuses of one pipeline (one Kafka cluster): read the latest, write, delete."""
+
+    def __init__(self, bootstrap: str, timeout_s: float = 30.0, create: bool = True) -> None:
+        self.bootstrap = bootstrap
+        self.timeout_s = timeout_s
+        if create:
+            ensure_topics(bootstrap, timeout_s)
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                   "linger.ms": 0})
+
+    def _latest(self, topic: str, parse: Callable[[bytes], T]) -> dict[str, T]:
+        follower = TopicFollower(self.bootstrap, topic, parse, self.timeout_s)
+        try:
+            follower.read_to_end()
+            return dict(follower.latest)
+        finally:
+            follower.close()
+
+    def latest_rules(self) -> dict[str, Rule]:
+        """Every rule stored now, by name."""
+        return self._latest(RULES_TOPIC, Rule.from_json)
+
+    def statuses(self) -> dict[str, RuleStatus]:
+        """The latest status of every rule that has one, by name."""
+        return self._latest(STATUS_TOPIC, RuleStatus.from_json)
+
+    def _send(self, topic: str, key: str, value: bytes | None) -> None:
+        errors: list[str] = []
+
+        def delivered(err: KafkaError | None, _msg: object) -> None:
+            if err is not None:
+                errors.append(str(err))
+
+        self._producer.produce(topic, key=key.encode(), value=value, on_delivery=delivered)
+        if self._producer.flush(self.timeout_s) > 0:
+            raise StoreError(f"timed out writing {key!r} to {topic}")
+        if errors:
+            raise StoreError(f"writing {key!r} to {topic}: {errors[0]}")
+
+    def put(self, rule: Rule) -> None:
+        """Store `rule` (acknowledged by every in-sync replica when this returns)."""
+        self._send(RULES_TOPIC, rule.name, rule.to_json())
+
+    def delete(self, name: str) -> None:
+        """Delete rule `name` (a tombstone); the pipeline then stops its query."""
+        self._send(RULES_TOPIC, check_name(name), None)
+
+    def put_status(self, status: RuleStatus) -> None:
+        self._send(STATUS_TOPIC, status.name, status.to_json())
+
+    def delete_status(self, name: str) -> None:
+        self._send(STATUS_TOPIC, check_name(name), None)
+
+    def close(self) -> None:
+        self._producer.flush(self.timeout_s)
