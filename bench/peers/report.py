@@ -1,0 +1,52 @@
+"""Prints a peers run for people (per round and side, the ratios and their median, the durability check) and
+records its JSON line in docs/benchmarks/runs/peers.jsonl, regenerating the dated pages (bench/report.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench import report as pages
+
+RUNS = pages.DOCS / "runs" / "peers.jsonl"
+_COLUMNS = (("events_per_s", "events/s"), ("events_per_server_cpu_s", "ev/server-CPU-s"),
+            ("events_per_system_cpu_s", "ev/(server+broker)-CPU-s"), ("broker_ms_per_1k_events", "broker ms/1k ev"),
+            ("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3f}" if value < 10 else f"{value:,.1f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def print_report(line: dict[str, Any]) -> bool:
+    """The tables; True when both sides passed the durability check."""
+    print()
+    print(f"common open-loop rate: {line['rate_events_per_s']:,} events/s; {line['bodies_per_phase']} bodies of 40 "
+          f"events per closed-loop phase; {line['concurrency']} connections; pinned: {line['pinned']}")
+    print(f"{'round':>5} {'side':8} " + " ".join(f"{title:>26}" for _, title in _COLUMNS) + f" {'errors':>7}")
+    for row in line["runs"]:
+        print(f"{row['round']:>5} {row['side']:8} " + " ".join(f"{_cell(row.get(k)):>26}" for k, _ in _COLUMNS)
+              + f" {row['errors'] + row['rate_errors']:>7}")
+    print("\ngateway ÷ peer")
+    print(f"{'round':>6} " + " ".join(f"{title:>26}" for _, title in _COLUMNS))
+    for row in line["ratios"]:
+        print(f"{row['round']!s:>6} " + " ".join(f"{_cell(row.get(k)):>26}" for k, _ in _COLUMNS))
+    ok = True
+    for side, d in line["durability"].items():
+        ok = ok and bool(d["ok"])
+        print(f"durability {side} ({d['isolation']}): {'OK' if d['ok'] else 'FAILED'}: {d['found']:,} of {d['sent']:,} "
+              f"sent events found once ({d['acknowledged']:,} acknowledged), {d['duplicates']} duplicates, "
+              f"{d['missing']} acknowledged missing, {d['foreign']} unknown records")
+    return ok
+
+
+def record(line: dict[str, Any], runs: Path = RUNS) -> Path:
+    """Append the line and regenerate docs/benchmarks/; returns the run file."""
+    runs.parent.mkdir(parents=True, exist_ok=True)
+    with runs.open("a") as out:
+        out.write(json.dumps(line) + "\n")
+    pages.generate(runs.parent.parent)
+    return runs
