@@ -79,13 +79,21 @@ def main(argv: list[str] | None = None) -> int:
         ports = {name: str(_free_port()) for name in (
             "HEADWATER_KAFKA_PORT", "HEADWATER_KAFKA_CONTROLLER_PORT", "HEADWATER_REGISTRY_PORT",
             "HEADWATER_GATEWAY_PORT")}
+        load_before = os.getloadavg()[0]
         session = Session(Path(state), {"HEADWATER_STATE_DIR": state, **ports}, binary, _free_port(), opts)
         results: dict[str, Any] = session.run()
+    pinned = results["pinned"]
+    note = (f"Gateway at {_commit()} ({opts.workers} worker(s)) against Benthos v4.27.0, same bodies, A/B interleaved; "
+            + ("each server alone on core 0, broker, registry and load generator on the other core(s)"
+               if pinned else "nothing pinned") + ". " + os.environ.get("HEADWATER_PEERS_NOTE", ""))
     line: dict[str, Any] = {
-        "bench": "peers", "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"), "commit": _commit(),
+        "bench": "peers", "note": note.strip(), "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
+        "commit": _commit(),
         "peer": "benthos v4.27.0", "workers": opts.workers, "pinned": results.pop("pinned"),
         "cpus": os.cpu_count(), "concurrency": opts.concurrency, "seconds": opts.seconds,
-        "peer_compression": opts.compression, **results,
+        "peer_compression": opts.compression,
+        # How busy the shared machine was (other sessions included): the ratios are what compare.
+        "loadavg_1m_start": round(load_before, 1), "loadavg_1m_end": round(os.getloadavg()[0], 1), **results,
     }
     ok = print_report(line)
     print(json.dumps(line))

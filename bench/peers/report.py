@@ -34,6 +34,9 @@ def print_report(line: dict[str, Any]) -> bool:
     print(f"{'round':>6} " + " ".join(f"{title:>26}" for _, title in _COLUMNS))
     for row in line["ratios"]:
         print(f"{row['round']!s:>6} " + " ".join(f"{_cell(row.get(k)):>26}" for k, _ in _COLUMNS))
+    cores = line["cores_per_10k_events_per_s"]
+    print(f"cores per 10 k events/s (median): gateway {cores['gateway_server_cores']} + broker "
+          f"{cores['gateway_broker_cores']}; peer {cores['peer_server_cores']} + broker {cores['peer_broker_cores']}")
     ok = True
     for side, d in line["durability"].items():
         ok = ok and bool(d["ok"])

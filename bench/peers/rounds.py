@@ -71,3 +71,16 @@ def median(values: list[float | None]) -> float | None:
         return None
     mid = len(known) // 2
     return known[mid] if len(known) % 2 else round((known[mid - 1] + known[mid]) / 2, 3)
+
+
+def capacity(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Cores per 10 k events/s at saturation, each side's median over rounds: the server's (10 k ÷ events per
+    server CPU-second) and the broker's (its CPU-seconds per event × 10 k)."""
+    out: dict[str, float | None] = {}
+    for side in ("gateway", "peer"):
+        mine = [r for r in rows if r["side"] == side]
+        per_cpu = median([r["events_per_server_cpu_s"] for r in mine])
+        broker = median([r["broker_ms_per_1k_events"] for r in mine])
+        out[f"{side}_server_cores"] = round(10_000 / per_cpu, 2) if per_cpu else None
+        out[f"{side}_broker_cores"] = round(broker / 100, 2) if broker is not None else None
+    return out

@@ -18,7 +18,7 @@ from bench.peers import readback
 from bench.peers.avro_jsonschema import avro_to_json_schema
 from bench.peers.config import PATH, PeerSettings, render_text
 from bench.peers.procs import Peer
-from bench.peers.rounds import Side, latency_phase, median, ratios, sustained_phase
+from bench.peers.rounds import Side, capacity, latency_phase, median, ratios, sustained_phase
 from schemas.catalog import subject_for
 from stack import cpus
 from stack.config import StackConfig
@@ -137,7 +137,7 @@ class Session:
             result = sustained_phase(side, self.stack.kafka.process.pid(), warm, self.opts.concurrency)
             self._track(side.name, warm, result["errors"])
             pilot[side.name] = result["events_per_s"]
-        count = int(min(5000, max(100, max(pilot.values()) * self.opts.seconds / EVENTS_PER_BATCH)))
+        count = int(min(5000, max(200, max(pilot.values()) * self.opts.seconds / EVENTS_PER_BATCH)))
         rate = self.opts.rate
         rows: list[dict[str, Any]] = []
         ratio_rows: list[dict[str, Any]] = []
@@ -163,6 +163,7 @@ class Session:
         keys = [k for k in ratio_rows[0] if k != "round"]
         ratio_rows.append({"round": "median", **{k: median([r[k] for r in ratio_rows]) for k in keys}})
         return {"rate_events_per_s": rate, "bodies_per_phase": count, "runs": rows, "ratios": ratio_rows,
+                "cores_per_10k_events_per_s": capacity(rows),
                 "targets": {"server_cpu_ratio_3": (ratio_rows[-1]["events_per_server_cpu_s"] or 0) >= 3.0,
                             "system_cpu_ratio_2_5": (ratio_rows[-1]["events_per_system_cpu_s"] or 0) >= 2.5}}
 

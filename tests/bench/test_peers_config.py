@@ -13,7 +13,7 @@ import pytest
 from bench.peers import build
 from bench.peers.config import PATH, PeerSettings, render, render_text
 from bench.peers.readback import avro_event_id, check, json_event_id
-from bench.peers.rounds import median, ratios
+from bench.peers.rounds import capacity, median, ratios
 
 pytestmark = pytest.mark.unit
 PAGE_VIEW = Path(__file__).resolve().parents[2] / "schemas" / "events" / "page_view" / "v2.avsc"
@@ -86,6 +86,14 @@ def test_ratios_are_gateway_over_peer_and_the_median_skips_unknowns() -> None:
                {"events_per_s": 100, "events_per_server_cpu_s": 0, "p99_ms": 10})
     assert r["events_per_s"] == 3.0 and r["events_per_server_cpu_s"] is None and r["p99_ms"] == 0.5
     assert median([3.0, None, 1.0, 2.0]) == 2.0 and median([1.0, 2.0]) == 1.5 and median([None]) is None
+
+
+def test_cores_per_10k_events_come_from_the_median_cpu_cost_of_each_side() -> None:
+    rows = [{"side": "gateway", "events_per_server_cpu_s": 20_000, "broker_ms_per_1k_events": 30.0},
+            {"side": "gateway", "events_per_server_cpu_s": 10_000, "broker_ms_per_1k_events": 50.0},
+            {"side": "peer", "events_per_server_cpu_s": 8_000, "broker_ms_per_1k_events": 10.0}]
+    assert capacity(rows) == {"gateway_server_cores": 0.67, "gateway_broker_cores": 0.4,
+                              "peer_server_cores": 1.25, "peer_broker_cores": 0.1}
 
 
 def test_the_binary_is_cached_by_the_hash_of_the_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
