@@ -12,7 +12,12 @@ from bench import report as pages
 RUNS = pages.DOCS / "runs" / "peers.jsonl"
 _COLUMNS = (("events_per_s", "events/s"), ("events_per_server_cpu_s", "ev/server-CPU-s"),
             ("events_per_system_cpu_s", "ev/(server+broker)-CPU-s"), ("broker_ms_per_1k_events", "broker ms/1k ev"),
+            ("broker_net_ms_per_1k_events", "net of idle"),
             ("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"))
+
+
+def _width(title: str) -> int:
+    return max(10, len(title) + 1)
 
 
 def _cell(value: Any) -> str:
@@ -26,14 +31,16 @@ def print_report(line: dict[str, Any]) -> bool:
     print()
     print(f"common open-loop rate: {line['rate_events_per_s']:,} events/s; {line['bodies_per_phase']} bodies of 40 "
           f"events per closed-loop phase; {line['concurrency']} connections; pinned: {line['pinned']}")
-    print(f"{'round':>5} {'side':8} " + " ".join(f"{title:>26}" for _, title in _COLUMNS) + f" {'errors':>7}")
+    head = " ".join(f"{title:>{_width(title)}}" for _, title in _COLUMNS)
+    print(f"{'round':>5} {'side':8} {head} {'errors':>7}")
     for row in line["runs"]:
-        print(f"{row['round']:>5} {row['side']:8} " + " ".join(f"{_cell(row.get(k)):>26}" for k, _ in _COLUMNS)
-              + f" {row['errors'] + row['rate_errors']:>7}")
+        cells = " ".join(f"{_cell(row.get(k)):>{_width(t)}}" for k, t in _COLUMNS)
+        print(f"{row['round']:>5} {row['side']:8} {cells} {row['errors'] + row['rate_errors']:>7}")
     print("\ngateway ÷ peer")
-    print(f"{'round':>6} " + " ".join(f"{title:>26}" for _, title in _COLUMNS))
+    print(f"{'round':>6} {head}")
     for row in line["ratios"]:
-        print(f"{row['round']!s:>6} " + " ".join(f"{_cell(row.get(k)):>26}" for k, _ in _COLUMNS))
+        print(f"{row['round']!s:>6} " + " ".join(f"{_cell(row.get(k)):>{_width(t)}}" for k, t in _COLUMNS))
+    print(f"broker idle (before the rounds): {line['broker_idle_cores']} cores")
     cores = line["cores_per_10k_events_per_s"]
     print(f"cores per 10 k events/s (median): gateway {cores['gateway_server_cores']} + broker "
           f"{cores['gateway_broker_cores']}; peer {cores['peer_server_cores']} + broker {cores['peer_broker_cores']}")

@@ -4,6 +4,7 @@ then an open-loop phase at the common rate for the ack latency."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,13 +24,23 @@ class Side:
     pid: Callable[[], int | None]
 
 
-def sustained_phase(side: Side, broker_pid: int | None, bodies: list[Body], concurrency: int) -> dict[str, Any]:
-    """Every body once by `concurrency` keep-alive connections; events/s and the CPU it cost."""
+def broker_idle_cores(broker_pid: int | None, seconds: float = 5.0) -> float:
+    """The broker's CPU while nothing is sent (timers, metadata, the log cleaner): its fixed cost per second."""
+    b0, t0 = cpu_seconds(broker_pid), time.monotonic()
+    time.sleep(seconds)
+    return (cpu_seconds(broker_pid) - b0) / (time.monotonic() - t0)
+
+
+def sustained_phase(side: Side, broker_pid: int | None, bodies: list[Body], concurrency: int,
+                    idle_cores: float = 0.0) -> dict[str, Any]:
+    """Every body once by `concurrency` keep-alive connections; events/s and the CPU it cost (the broker's also
+    net of its idle cost over the same window)."""
     server_pid = side.pid()
-    s0, b0 = cpu_seconds(server_pid), cpu_seconds(broker_pid)
+    s0, b0, t0 = cpu_seconds(server_pid), cpu_seconds(broker_pid), time.monotonic()
     load = asyncio.run(sustained(side.url, side.key, bodies, concurrency))
     server_cpu = cpu_seconds(server_pid) - s0
     broker_cpu = cpu_seconds(broker_pid) - b0
+    net_broker_cpu = max(0.0, broker_cpu - idle_cores * (time.monotonic() - t0))
     events = (load.batches - load.errors) * EVENTS_PER_BATCH
     return {
         "events_per_s": round(load.events_per_s),
@@ -38,6 +49,7 @@ def sustained_phase(side: Side, broker_pid: int | None, bodies: list[Body], conc
         "events_per_system_cpu_s": round(events / (server_cpu + broker_cpu)) if server_cpu + broker_cpu else None,
         "broker_ms_per_1k_events": round(broker_cpu * 1e6 / events, 2) if events else None,
         "server_ms_per_1k_events": round(server_cpu * 1e6 / events, 2) if events else None,
+        "broker_net_ms_per_1k_events": round(net_broker_cpu * 1e6 / events, 2) if events else None,
         "errors": load.errors,
     }
 
@@ -59,7 +71,7 @@ RATIO_KEYS = ("events_per_s", "events_per_server_cpu_s", "events_per_system_cpu_
 def ratios(gateway: dict[str, Any], peer: dict[str, Any]) -> dict[str, float | None]:
     """gateway ÷ peer of each throughput figure; the broker's cost and the latency as peer-relative too."""
     out: dict[str, float | None] = {}
-    for key in (*RATIO_KEYS, "broker_ms_per_1k_events", "p50_ms", "p99_ms"):
+    for key in (*RATIO_KEYS, "broker_ms_per_1k_events", "broker_net_ms_per_1k_events", "p50_ms", "p99_ms"):
         g, p = gateway.get(key), peer.get(key)
         out[key] = round(g / p, 3) if isinstance(g, (int, float)) and isinstance(p, (int, float)) and p else None
     return out
@@ -75,12 +87,12 @@ def median(values: list[float | None]) -> float | None:
 
 def capacity(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     """Cores per 10 k events/s at saturation, each side's median over rounds: the server's (10 k ÷ events per
-    server CPU-second) and the broker's (its CPU-seconds per event × 10 k)."""
+    server CPU-second) and the broker's (its CPU-seconds per event × 10 k, net of its idle cost when measured)."""
     out: dict[str, float | None] = {}
     for side in ("gateway", "peer"):
         mine = [r for r in rows if r["side"] == side]
         per_cpu = median([r["events_per_server_cpu_s"] for r in mine])
-        broker = median([r["broker_ms_per_1k_events"] for r in mine])
+        broker = median([r.get("broker_net_ms_per_1k_events", r["broker_ms_per_1k_events"]) for r in mine])
         out[f"{side}_server_cores"] = round(10_000 / per_cpu, 2) if per_cpu else None
         out[f"{side}_broker_cores"] = round(broker / 100, 2) if broker is not None else None
     return out

@@ -18,7 +18,7 @@ from bench.peers import readback
 from bench.peers.avro_jsonschema import avro_to_json_schema
 from bench.peers.config import PATH, PeerSettings, render_text
 from bench.peers.procs import Peer
-from bench.peers.rounds import Side, capacity, latency_phase, median, ratios, sustained_phase
+from bench.peers.rounds import Side, broker_idle_cores, capacity, latency_phase, median, ratios, sustained_phase
 from schemas.catalog import subject_for
 from stack import cpus
 from stack.config import StackConfig
@@ -130,7 +130,8 @@ class Session:
         self.acked[side] += (len(bodies) - failed_batches) * EVENTS_PER_BATCH
 
     def _rounds(self, sides: list[Side], workload: Workload) -> dict[str, Any]:
-        print("warming up both sides ...", flush=True)
+        idle = broker_idle_cores(self.stack.kafka.process.pid())
+        print(f"broker idle: {idle:.3f} cores; warming up both sides ...", flush=True)
         warm = workload.bodies("json", 100)
         pilot = {}
         for side in sides:
@@ -148,7 +149,7 @@ class Session:
             figures: dict[str, dict[str, Any]] = {}
             for side in order:
                 figures[side.name] = sustained_phase(side, self.stack.kafka.process.pid(), bodies,
-                                                     self.opts.concurrency)
+                                                     self.opts.concurrency, idle)
                 self._track(side.name, bodies, figures[side.name]["errors"])
                 print(f"  {side.name}: {figures[side.name]['events_per_s']:,} events/s", flush=True)
             if rate is None:
@@ -162,7 +163,8 @@ class Session:
             ratio_rows.append({"round": n, **ratios(figures["gateway"], figures["peer"])})
         keys = [k for k in ratio_rows[0] if k != "round"]
         ratio_rows.append({"round": "median", **{k: median([r[k] for r in ratio_rows]) for k in keys}})
-        return {"rate_events_per_s": rate, "bodies_per_phase": count, "runs": rows, "ratios": ratio_rows,
+        return {"broker_idle_cores": round(idle, 3), "rate_events_per_s": rate, "bodies_per_phase": count,
+                "runs": rows, "ratios": ratio_rows,
                 "cores_per_10k_events_per_s": capacity(rows),
                 "targets": {"server_cpu_ratio_3": (ratio_rows[-1]["events_per_server_cpu_s"] or 0) >= 3.0,
                             "system_cpu_ratio_2_5": (ratio_rows[-1]["events_per_system_cpu_s"] or 0) >= 2.5}}
