@@ -10,7 +10,8 @@ reach). Variables: HEADWATER_PEERS_SECONDS (each phase, default 8), HEADWATER_PE
 HEADWATER_PEERS_RATE (the common open-loop rate in events/s; default half the lower saturation of round 1),
 HEADWATER_BENCH_CONCURRENCY (keep-alive connections, default 64), HEADWATER_GATEWAY_WORKERS (default 1; with
 more, give HEADWATER_BENCH_PIN=0: neither side is pinned and both may use every core), HEADWATER_BENCH_PIN
-(default 1), HEADWATER_PEERS_COMPRESSION (the peer's producer codec, default zstd like the gateway's).
+(default 1), HEADWATER_PEERS_COMPRESSION (the peer's producer codec; default the gateway's,
+HEADWATER_GATEWAY_KAFKA_COMPRESSION or zstd).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def options() -> Options:
         seconds=_env_int("HEADWATER_PEERS_SECONDS", 8, 1), rounds=_env_int("HEADWATER_PEERS_ROUNDS", 2, 1),
         rate=rate or None, concurrency=_env_int("HEADWATER_BENCH_CONCURRENCY", 64, 1),
         workers=_env_int("HEADWATER_GATEWAY_WORKERS", 1, 1), pin=os.environ.get("HEADWATER_BENCH_PIN", "1") != "0",
-        compression=os.environ.get("HEADWATER_PEERS_COMPRESSION", "zstd"),
+        compression=os.environ.get("HEADWATER_PEERS_COMPRESSION")
+        or os.environ.get("HEADWATER_GATEWAY_KAFKA_COMPRESSION") or "zstd",
     )
 
 

@@ -40,7 +40,7 @@ def print_report(line: dict[str, Any]) -> bool:
     print(f"{'round':>6} {head}")
     for row in line["ratios"]:
         print(f"{row['round']!s:>6} " + " ".join(f"{_cell(row.get(k)):>{_width(t)}}" for k, t in _COLUMNS))
-    print(f"broker idle (before the rounds): {line['broker_idle_cores']} cores")
+    print(f"broker idle CPU, before the rounds and after each (cores): {line['broker_idle_cores']}")
     cores = line["cores_per_10k_events_per_s"]
     print(f"cores per 10 k events/s (median): gateway {cores['gateway_server_cores']} + broker "
           f"{cores['gateway_broker_cores']}; peer {cores['peer_server_cores']} + broker {cores['peer_broker_cores']}")

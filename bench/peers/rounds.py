@@ -31,16 +31,15 @@ def broker_idle_cores(broker_pid: int | None, seconds: float = 5.0) -> float:
     return (cpu_seconds(broker_pid) - b0) / (time.monotonic() - t0)
 
 
-def sustained_phase(side: Side, broker_pid: int | None, bodies: list[Body], concurrency: int,
-                    idle_cores: float = 0.0) -> dict[str, Any]:
-    """Every body once by `concurrency` keep-alive connections; events/s and the CPU it cost (the broker's also
-    net of its idle cost over the same window)."""
+def sustained_phase(side: Side, broker_pid: int | None, bodies: list[Body], concurrency: int) -> dict[str, Any]:
+    """Every body once by `concurrency` keep-alive connections; events/s and the CPU it cost (`net_of_idle`
+    adds the broker's cost net of its idle CPU once that is known)."""
     server_pid = side.pid()
     s0, b0, t0 = cpu_seconds(server_pid), cpu_seconds(broker_pid), time.monotonic()
     load = asyncio.run(sustained(side.url, side.key, bodies, concurrency))
     server_cpu = cpu_seconds(server_pid) - s0
     broker_cpu = cpu_seconds(broker_pid) - b0
-    net_broker_cpu = max(0.0, broker_cpu - idle_cores * (time.monotonic() - t0))
+    wall = time.monotonic() - t0
     events = (load.batches - load.errors) * EVENTS_PER_BATCH
     return {
         "events_per_s": round(load.events_per_s),
@@ -49,9 +48,15 @@ def sustained_phase(side: Side, broker_pid: int | None, bodies: list[Body], conc
         "events_per_system_cpu_s": round(events / (server_cpu + broker_cpu)) if server_cpu + broker_cpu else None,
         "broker_ms_per_1k_events": round(broker_cpu * 1e6 / events, 2) if events else None,
         "server_ms_per_1k_events": round(server_cpu * 1e6 / events, 2) if events else None,
-        "broker_net_ms_per_1k_events": round(net_broker_cpu * 1e6 / events, 2) if events else None,
-        "errors": load.errors,
+        "errors": load.errors, "events": events, "wall_s": round(wall, 2),
     }
+
+
+def net_of_idle(row: dict[str, Any], idle_cores: float) -> None:
+    """The broker's CPU per 1,000 events less what it burns idle over the same wall time (its fixed cost, which
+    weighs more on the slower side's longer phase)."""
+    net = max(0.0, row["broker_cpu_s"] - idle_cores * row["wall_s"])
+    row["broker_net_ms_per_1k_events"] = round(net * 1e6 / row["events"], 2) if row["events"] else None
 
 
 def latency_phase(side: Side, bodies: list[Body], events_per_s: float) -> dict[str, Any]:

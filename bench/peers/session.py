@@ -18,7 +18,16 @@ from bench.peers import readback
 from bench.peers.avro_jsonschema import avro_to_json_schema
 from bench.peers.config import PATH, PeerSettings, render_text
 from bench.peers.procs import Peer
-from bench.peers.rounds import Side, broker_idle_cores, capacity, latency_phase, median, ratios, sustained_phase
+from bench.peers.rounds import (
+    Side,
+    broker_idle_cores,
+    capacity,
+    latency_phase,
+    median,
+    net_of_idle,
+    ratios,
+    sustained_phase,
+)
 from schemas.catalog import subject_for
 from stack import cpus
 from stack.config import StackConfig
@@ -130,8 +139,8 @@ class Session:
         self.acked[side] += (len(bodies) - failed_batches) * EVENTS_PER_BATCH
 
     def _rounds(self, sides: list[Side], workload: Workload) -> dict[str, Any]:
-        idle = broker_idle_cores(self.stack.kafka.process.pid())
-        print(f"broker idle: {idle:.3f} cores; warming up both sides ...", flush=True)
+        idle = [broker_idle_cores(self.stack.kafka.process.pid())]
+        print(f"broker idle: {idle[0]:.3f} cores; warming up both sides ...", flush=True)
         warm = workload.bodies("json", 100)
         pilot = {}
         for side in sides:
@@ -143,31 +152,44 @@ class Session:
         rows: list[dict[str, Any]] = []
         ratio_rows: list[dict[str, Any]] = []
         for n in range(1, self.opts.rounds + 1):
-            order = sides if n % 2 else list(reversed(sides))
-            print(f"round {n}: {count} bodies to each side, {' then '.join(s.name for s in order)} ...", flush=True)
-            bodies = workload.bodies("json", count)
-            figures: dict[str, dict[str, Any]] = {}
-            for side in order:
-                figures[side.name] = sustained_phase(side, self.stack.kafka.process.pid(), bodies,
-                                                     self.opts.concurrency, idle)
-                self._track(side.name, bodies, figures[side.name]["errors"])
-                print(f"  {side.name}: {figures[side.name]['events_per_s']:,} events/s", flush=True)
-            if rate is None:
-                rate = int(min(f["events_per_s"] for f in figures.values()) / 2)
-            slow = workload.bodies("json", max(50, int(rate * self.opts.seconds / EVENTS_PER_BATCH)))
-            for side in order:
-                figures[side.name].update(latency_phase(side, slow, rate))
-                self._track(side.name, slow, figures[side.name]["rate_errors"])
-            for i, side in enumerate(order):
-                rows.append({"round": n, "side": side.name, "order": i + 1, **figures[side.name]})
-            ratio_rows.append({"round": n, **ratios(figures["gateway"], figures["peer"])})
+            figures, rate = self._round(n, sides, workload, count, rate)
+            idle.append(broker_idle_cores(self.stack.kafka.process.pid(), 3.0))
+            rows.extend(figures)
+        # The broker's idle CPU, before the rounds and after each: its mean is the fixed cost taken out.
+        idle_mean = sum(idle) / len(idle)
+        for row in rows:
+            net_of_idle(row, idle_mean)
+        for n in range(1, self.opts.rounds + 1):
+            pair = {r["side"]: r for r in rows if r["round"] == n}
+            ratio_rows.append({"round": n, **ratios(pair["gateway"], pair["peer"])})
         keys = [k for k in ratio_rows[0] if k != "round"]
         ratio_rows.append({"round": "median", **{k: median([r[k] for r in ratio_rows]) for k in keys}})
-        return {"broker_idle_cores": round(idle, 3), "rate_events_per_s": rate, "bodies_per_phase": count,
+        return {"broker_idle_cores": [round(i, 3) for i in idle], "rate_events_per_s": rate, "bodies_per_phase": count,
                 "runs": rows, "ratios": ratio_rows,
                 "cores_per_10k_events_per_s": capacity(rows),
                 "targets": {"server_cpu_ratio_3": (ratio_rows[-1]["events_per_server_cpu_s"] or 0) >= 3.0,
                             "system_cpu_ratio_2_5": (ratio_rows[-1]["events_per_system_cpu_s"] or 0) >= 2.5}}
+
+    def _round(self, n: int, sides: list[Side], workload: Workload, count: int,
+               rate: int | None) -> tuple[list[dict[str, Any]], int]:
+        """Round n: the same bodies to each side (the order alternating between rounds), then the same open-loop
+        bodies at the common rate (fixed by round 1: half the lower saturation, unless given)."""
+        order = sides if n % 2 else list(reversed(sides))
+        print(f"round {n}: {count} bodies to each side, {' then '.join(s.name for s in order)} ...", flush=True)
+        bodies = workload.bodies("json", count)
+        figures: dict[str, dict[str, Any]] = {}
+        for side in order:
+            figures[side.name] = sustained_phase(side, self.stack.kafka.process.pid(), bodies, self.opts.concurrency)
+            self._track(side.name, bodies, figures[side.name]["errors"])
+            print(f"  {side.name}: {figures[side.name]['events_per_s']:,} events/s", flush=True)
+        if rate is None:
+            rate = int(min(f["events_per_s"] for f in figures.values()) / 2)
+        slow = workload.bodies("json", max(50, int(rate * self.opts.seconds / EVENTS_PER_BATCH)))
+        for side in order:
+            figures[side.name].update(latency_phase(side, slow, rate))
+            self._track(side.name, slow, figures[side.name]["rate_errors"])
+        return [{"round": n, "side": side.name, "order": i + 1, **figures[side.name]}
+                for i, side in enumerate(order)], rate
 
     def _durability(self) -> dict[str, Any]:
         print("reading both topics back ...", flush=True)

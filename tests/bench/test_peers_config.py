@@ -13,7 +13,7 @@ import pytest
 from bench.peers import build
 from bench.peers.config import PATH, PeerSettings, render, render_text
 from bench.peers.readback import avro_event_id, check, json_event_id
-from bench.peers.rounds import capacity, median, ratios
+from bench.peers.rounds import capacity, median, net_of_idle, ratios
 
 pytestmark = pytest.mark.unit
 PAGE_VIEW = Path(__file__).resolve().parents[2] / "schemas" / "events" / "page_view" / "v2.avsc"
@@ -94,6 +94,15 @@ def test_cores_per_10k_events_come_from_the_median_cpu_cost_of_each_side() -> No
             {"side": "peer", "events_per_server_cpu_s": 8_000, "broker_ms_per_1k_events": 10.0}]
     assert capacity(rows) == {"gateway_server_cores": 0.67, "gateway_broker_cores": 0.4,
                               "peer_server_cores": 1.25, "peer_broker_cores": 0.1}
+
+
+def test_the_brokers_idle_cpu_is_taken_out_of_its_cost_per_event() -> None:
+    row = {"broker_cpu_s": 3.0, "wall_s": 10.0, "events": 40_000}
+    net_of_idle(row, 0.1)
+    assert row["broker_net_ms_per_1k_events"] == 50.0  # (3.0 - 0.1 x 10) s / 40 k events
+    quiet = {"broker_cpu_s": 0.5, "wall_s": 10.0, "events": 1000}
+    net_of_idle(quiet, 0.1)
+    assert quiet["broker_net_ms_per_1k_events"] == 0.0  # never negative
 
 
 def test_the_binary_is_cached_by_the_hash_of_the_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
