@@ -29,6 +29,7 @@ log = logging.getLogger("gateway.app")
 
 def commit_settings(cfg: GatewayConfig) -> CommitSettings:
     return CommitSettings(window_s=cfg.commit_window_ms / 1000, max_records=cfg.commit_max_records,
+                          min_interval_s=cfg.commit_min_interval_ms / 1000,
                           commit_timeout_s=cfg.delivery_timeout_s, init_timeout_s=cfg.delivery_timeout_s,
                           retry_after_s=cfg.retry_after_s)
 
@@ -38,7 +39,8 @@ def schema_cache(cfg: GatewayConfig, source: SchemaSource) -> SchemaCache:
     snapshot = Path(cfg.shared_dir) / "schemas.json" if cfg.shared_dir else None
     return SchemaCache(source, TopicMap(cfg.events_topic, dict(cfg.topic_overrides)),
                        budget=LookupBudget(cfg.registry_lookups_per_s, cfg.registry_lookup_burst, cfg.retry_after_s),
-                       negative=NegativeCache(cfg.negative_cache_size, NEGATIVE_TTL_S), snapshot=snapshot)
+                       negative=NegativeCache(cfg.negative_cache_size, NEGATIVE_TTL_S), snapshot=snapshot,
+                       codegen=cfg.avro_codegen)
 
 
 def committed_batches(cfg: GatewayConfig) -> CommittedBatches | SharedCommittedBatches:
@@ -58,7 +60,8 @@ def build_app(cfg: GatewayConfig, worker: int = 0, *, source: SchemaSource | Non
     if factory is None:
         tx_id = f"{cfg.transactional_id_prefix}-{worker}"
         factory = confluent_factory(kafka_config(cfg.bootstrap, tx_id, cfg.delivery_timeout_s,
-                                                 cfg.transaction_timeout_s))
+                                                 cfg.transaction_timeout_s, compression=cfg.kafka_compression,
+                                                 linger_ms=cfg.kafka_linger_ms))
     committer = GroupCommitter(factory, commit_settings(cfg), CommitMetrics())
     gw = Gateway(cfg, cache, committer,
                  InFlight(cfg.limits.max_inflight_events, cfg.limits.max_inflight_bytes, cfg.retry_after_s),

@@ -45,6 +45,10 @@ class _Pending:
 class CommitSettings:
     window_s: float = 0.002
     max_records: int = 5000
+    # Transactions begin at least this far apart: below 1/min_interval batches per second nothing waits longer
+    # than `window_s`; above it each transaction carries more batches, so the broker writes fewer commit markers
+    # and transaction-log records per event as load grows (docs/gateway.md, "Tuning").
+    min_interval_s: float = 0.0
     commit_timeout_s: float = 10.0
     init_timeout_s: float = 10.0
     reconnect_backoff_s: float = 1.0
@@ -63,6 +67,7 @@ class GroupCommitter:
         self._cond = threading.Condition()
         self._producer: TxProducer | None = None
         self._stopping = False
+        self._last_begin = -1e9  # monotonic time the last transaction's group was closed
         self._thread = threading.Thread(target=self._run, name="kafka-commit", daemon=True)
         self.healthy = False
 
@@ -148,7 +153,8 @@ class GroupCommitter:
             with self._cond:
                 if not self._pending:
                     return []
-        deadline = time.monotonic() + self._s.window_s
+        now = time.monotonic()
+        deadline = max(now + self._s.window_s, self._last_begin + self._s.min_interval_s)
         with self._cond:
             group = [self._pending.popleft()]
             count = len(group[0].records)
@@ -161,6 +167,7 @@ class GroupCommitter:
                     continue
                 group.append(self._pending.popleft())
                 count += len(group[-1].records)
+        self._last_begin = time.monotonic()
         return group
 
     def _connect(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
+from typing import Any
 
 import fastavro
 import msgspec
@@ -38,6 +39,7 @@ def json_misses(events: list[WireEvent], cache: SchemaCache) -> set[tuple[str, i
 def plan_json(batch: WireBatch, events: list[WireEvent], cache: SchemaCache, meta: RequestMeta,
               deadletter_topic: str) -> Plan:
     plan = Plan()
+    parts: dict[int, tuple[bytes, ...]] = {}  # schema id -> its batch-level fields, encoded once per batch
     for index, ev in enumerate(events):
         key = ev.partition_key if ev.partition_key is not None else ev.node_id
         route = cache.routes.get(ev.event_type)
@@ -51,7 +53,7 @@ def plan_json(batch: WireBatch, events: list[WireEvent], cache: SchemaCache, met
             ref = SchemaRef(route.subject, ev.schema_version, None)
         else:
             ref = SchemaRef(route.subject, schema.version, schema.schema_id)
-            value_or_rej = _encode_json_event(index, batch, ev, schema, meta)
+            value_or_rej = encode_json_event(index, batch, ev, schema, meta, parts=parts)
             if isinstance(value_or_rej, bytes):
                 plan.records.append(KafkaRecord(route.topic, key.encode(), value_or_rej,
                                                 event_headers(meta, ev.event_id, ev.producer_id)))
@@ -65,8 +67,9 @@ def plan_json(batch: WireBatch, events: list[WireEvent], cache: SchemaCache, met
     return plan
 
 
-def _encode_json_event(index: int, batch: WireBatch, ev: WireEvent, schema: CompiledSchema,
-                       meta: RequestMeta) -> bytes | Rejection:
+def encode_json_event(index: int, batch: WireBatch, ev: WireEvent, schema: CompiledSchema, meta: RequestMeta, *,
+                      parts: dict[int, tuple[bytes, ...]]) -> bytes | Rejection:
+    """The framed Avro record of one JSON event, or why it is rejected (`parts`: the per-batch encoder cache)."""
     try:
         props = schema.properties_decoder.decode(ev.properties)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
@@ -74,6 +77,25 @@ def _encode_json_event(index: int, batch: WireBatch, ev: WireEvent, schema: Comp
         # the whole request (400); anything else the schema refuses rejects this event.
         check_numbers(ev.properties, f"event {index}")
         return Rejection(index, "invalid_properties", clip(str(exc) or type(exc).__name__))
+    encoder = schema.encoder
+    if encoder is not None:
+        try:
+            batch_parts = parts.get(schema.schema_id)
+            if batch_parts is None:
+                batch_parts = parts[schema.schema_id] = encoder.parts(
+                    batch.sent_at, meta.received_at, batch.sdk.name, batch.sdk.version)
+            return encoder.encode(ev, batch_parts, props)
+        except _ENCODE_ERRORS:
+            pass  # fastavro's writer decides, and words the rejection
+    return fastavro_encode(index, batch, ev, schema, meta, props=props)
+
+
+_ENCODE_ERRORS = (ValueError, TypeError, KeyError, AttributeError, OverflowError)
+
+
+def fastavro_encode(index: int, batch: WireBatch, ev: WireEvent, schema: CompiledSchema, meta: RequestMeta, *,
+                    props: Any) -> bytes | Rejection:
+    """The reference encoding: a dict per event written by `fastavro.schemaless_writer`."""
     record = {
         "event_id": ev.event_id, "event_type": ev.event_type, "producer_id": ev.producer_id, "seq": ev.seq,
         "node_id": ev.node_id, "created_at": ev.created_at, "sent_at": batch.sent_at,
@@ -84,7 +106,7 @@ def _encode_json_event(index: int, batch: WireBatch, ev: WireEvent, schema: Comp
     buf.write(frame(schema.schema_id, b""))
     try:
         fastavro.schemaless_writer(buf, schema.parsed, record)
-    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+    except _ENCODE_ERRORS as exc:
         return Rejection(index, "invalid_properties", clip(f"does not match the schema: {exc}"))
     return buf.getvalue()
 

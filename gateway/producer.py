@@ -31,7 +31,7 @@ ProducerFactory = Callable[[], TxProducer]
 
 
 def kafka_config(bootstrap: str, transactional_id: str, delivery_timeout_s: float,
-                 transaction_timeout_s: float) -> dict[str, Any]:
+                 transaction_timeout_s: float, *, compression: str = "zstd", linger_ms: float = 1.0) -> dict[str, Any]:
     """librdkafka settings: idempotent, acks=all, timeouts in seconds rather than the 300 s default."""
     return {
         "bootstrap.servers": bootstrap,
@@ -41,8 +41,8 @@ def kafka_config(bootstrap: str, transactional_id: str, delivery_timeout_s: floa
         "message.timeout.ms": int(delivery_timeout_s * 1000),
         "transaction.timeout.ms": int(transaction_timeout_s * 1000),
         "socket.timeout.ms": int(min(delivery_timeout_s, 10.0) * 1000),
-        "linger.ms": 1,
-        "compression.type": "zstd",
+        "linger.ms": linger_ms,
+        "compression.type": compression,
         "queue.buffering.max.messages": 200_000,
         "queue.buffering.max.kbytes": 256 * 1024,
         "message.max.bytes": 1024 * 1024 + 1024,

@@ -84,13 +84,14 @@ class SchemaCache:
     """
 
     def __init__(self, source: SchemaSource, topics: TopicMap | None = None, *, budget: LookupBudget | None = None,
-                 negative: NegativeCache | None = None, snapshot: Path | None = None) -> None:
+                 negative: NegativeCache | None = None, snapshot: Path | None = None, codegen: bool = True) -> None:
         self.topics = topics or TopicMap()
         self.routes: dict[str, Route] = {}
         self._source = source
         self._budget = LookupBudget(0, 1, 1) if budget is None else budget
         self._missing = NegativeCache(NEGATIVE_MAX, NEGATIVE_TTL_S) if negative is None else negative
         self._snapshot = snapshot
+        self._codegen = codegen  # generated Avro encoders (gateway/avro_codegen.py); False: fastavro's writer
         self._docs: dict[tuple[str, int], dict[str, Any]] = {}
         self._versions: dict[tuple[str, int], CompiledSchema] = {}
         self._latest: dict[str, CompiledSchema] = {}
@@ -181,7 +182,8 @@ class SchemaCache:
         compiled = self._versions.get(key)
         if compiled is None:
             try:
-                compiled = compile_schema(route, int(doc["id"]), int(doc["version"]), doc["schema"])
+                compiled = compile_schema(route, int(doc["id"]), int(doc["version"]), doc["schema"],
+                                          codegen=self._codegen)
             except SchemaCompileError as exc:
                 log.warning("subject %s version %s cannot be used: %s", route.subject, doc.get("version"), exc)
                 return None

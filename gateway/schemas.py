@@ -11,6 +11,7 @@ from typing import Any
 import fastavro
 import msgspec
 
+from gateway.avro_codegen import CompiledEncoder, Unsupported, compile_encoder
 from gateway.avro_types import SchemaCompileError, compile_type
 
 EVENTS_NAMESPACE = "headwater.events"
@@ -38,6 +39,7 @@ class CompiledSchema:
     skip_reader: Any               # fastavro reader schema with no fields: reads = checks, keeps nothing
     properties_type: Any           # msgspec type of the `properties` field
     properties_decoder: msgspec.json.Decoder[Any]
+    encoder: CompiledEncoder | None = None  # generated code (gateway/avro_codegen.py); None: fastavro's writer
 
 
 def subject_for(event_type: str) -> str:
@@ -74,7 +76,8 @@ def record_name(schema: Any) -> str:
     return name if "." in name or not namespace else f"{namespace}.{name}"
 
 
-def compile_schema(route: Route, schema_id: int, version: int | None, schema_text: str) -> CompiledSchema:
+def compile_schema(route: Route, schema_id: int, version: int | None, schema_text: str, *,
+                   codegen: bool = True) -> CompiledSchema:
     """Parse and compile a registry schema string; raises SchemaCompileError when it is not usable."""
     try:
         schema = json.loads(schema_text)
@@ -85,8 +88,13 @@ def compile_schema(route: Route, schema_id: int, version: int | None, schema_tex
     props = fields.get("properties")
     props_type = compile_type(props["type"], {}, schema.get("namespace", "")) if props else dict
     skip = fastavro.parse_schema({"type": "record", "name": record_name(schema), "fields": []})
+    try:
+        usable = codegen and props_type is not Any
+        encoder: CompiledEncoder | None = compile_encoder(schema, schema_id) if usable else None
+    except Unsupported:
+        encoder = None
     return CompiledSchema(route, schema_id, version, parsed, skip, props_type,
-                          msgspec.json.Decoder(props_type))
+                          msgspec.json.Decoder(props_type), encoder)
 
 
 def event_type_of(schema_text: str) -> str | None:

@@ -14,6 +14,7 @@ from aiohttp import web
 from gateway.app import build_app
 from gateway.config import GatewayConfig
 from gateway.http_errors import GatewayRunner
+from gateway.loop import loop_name, run
 
 log = logging.getLogger("gateway.server")
 
@@ -81,4 +82,5 @@ def _exit_late() -> None:
 
 def run_worker(cfg: GatewayConfig, worker: int, supervisor: int | None = None) -> None:
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack on stderr
-    asyncio.run(serve(cfg, worker, supervisor))
+    log.info("event loop", extra={"fields": {"loop": loop_name(cfg.uvloop)}})
+    run(serve(cfg, worker, supervisor), cfg.uvloop)

@@ -20,12 +20,15 @@ import os
 import socket
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.gateway import costs as cost_model
 from bench.gateway.bound import run_bound
-from bench.gateway.load import at_rate, percentile, sustained
+from bench.gateway.load import LoadResult, at_rate, percentile, sustained
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
+from gateway.loop import loop_name
 from gateway.schema_cache import HttpRegistry, SchemaCache
 from stack import cpus
 from stack.config import StackConfig
@@ -66,8 +69,34 @@ def _bound(kind: str, bodies: list[Any], cache: SchemaCache, bootstrap: str, pla
         os.sched_setaffinity(0, plan.others)
 
 
+def _costs(kind: str, env: dict[str, str], cache: SchemaCache, workload: Workload, *, procs: _Procs,
+           plan: cpus.CpuPlan | None, concurrency: int) -> dict[str, float]:
+    """The cost model of one path (bench/gateway/costs.py), on the measured core like the bound."""
+    bodies = workload.bodies(kind, 300)
+    if plan is not None:
+        os.sched_setaffinity(0, plan.measured)
+    try:
+        costs, batches = cost_model.pipeline_costs(kind, bodies, cache)
+        costs.update(cost_model.kafka_costs(batches, env["KAFKA_BOOTSTRAP"], procs.broker))
+    finally:
+        if plan is not None:
+            os.sched_setaffinity(0, plan.others)
+    for uvloop in (True, False):
+        costs["http" if uvloop else "http_asyncio"] = cost_model.http_cost(
+            workload.bodies(kind, 600), env["HEADWATER_WRITE_KEY"], _free_port(), plan, concurrency, uvloop=uvloop)
+    return {k: round(v, 2) for k, v in costs.items()}
+
+
+def _measured(procs: _Procs, run: Any) -> tuple[LoadResult, float, float]:
+    """A load run with the gateway workers' and the broker's CPU seconds over it."""
+    w0, b0 = sum(cost_model.cpu_seconds(p) for p in procs.workers), cost_model.cpu_seconds(procs.broker)
+    result: LoadResult = asyncio.run(run)
+    return (result, sum(cost_model.cpu_seconds(p) for p in procs.workers) - w0,
+            cost_model.cpu_seconds(procs.broker) - b0)
+
+
 def _phase(kind: str, env: dict[str, str], cache: SchemaCache, workload: Workload, *, seconds: int,
-           concurrency: int, plan: cpus.CpuPlan | None) -> dict[str, Any]:
+           concurrency: int, plan: cpus.CpuPlan | None, procs: _Procs) -> dict[str, Any]:
     url, key = env["GATEWAY_URL"] + "/v1/batch", env["HEADWATER_WRITE_KEY"]
     print(f"[{kind}] in-process bound ...", flush=True)
     pilot = _bound(kind, workload.bodies(kind, 100), cache, env["KAFKA_BOOTSTRAP"], plan)
@@ -77,19 +106,30 @@ def _phase(kind: str, env: dict[str, str], cache: SchemaCache, workload: Workloa
                          for _ in range(2)))
     print(f"[{kind}] bound {bound:,.0f} events/s; sustained load with {count} batches, twice ...", flush=True)
     asyncio.run(sustained(url, key, workload.bodies(kind, 50), concurrency))  # warm-up
-    runs = [asyncio.run(sustained(url, key, workload.bodies(kind, count), concurrency)) for _ in range(2)]
-    load = max(runs, key=lambda r: r.events_per_s)
-    load.errors = sum(r.errors for r in runs)
+    runs = [_measured(procs, sustained(url, key, workload.bodies(kind, count), concurrency)) for _ in range(2)]
+    load, worker_cpu, broker_cpu = max(runs, key=lambda r: r[0].events_per_s)
+    load.errors = sum(r[0].errors for r in runs)
+    accepted = float(load.events)
     rate = load.events_per_s / 2 / EVENTS_PER_BATCH
     print(f"[{kind}] gateway {load.events_per_s:,.0f} events/s ({load.errors} errors); "
           f"latency at {rate:.0f} batches/s ...", flush=True)
     half = asyncio.run(at_rate(url, key, workload.bodies(kind, max(50, int(rate * seconds))), rate))
+    print(f"[{kind}] cost model ...", flush=True)
+    costs = _costs(kind, env, cache, workload, procs=procs, plan=plan, concurrency=concurrency)
+    gateway_us = worker_cpu * 1e6 / accepted if accepted else None
+    print(cost_model.render(kind, costs, gateway_us), flush=True)
     return {
         "bound_events_per_s": round(bound), "gateway_events_per_s": round(load.events_per_s),
         "ratio": round(load.events_per_s / bound, 3) if bound else None, "errors": load.errors + half.errors,
         "half_load_events_per_s": round(half.events_per_s),
         "p50_ms": round(percentile(half.latencies_ms, 0.50), 2),
         "p99_ms": round(percentile(half.latencies_ms, 0.99), 2),
+        "gateway_cpu_us_per_event": round(gateway_us, 2) if gateway_us else None,
+        "events_per_gateway_cpu_s": round(accepted / worker_cpu) if worker_cpu else None,
+        "broker_cpu_ms_per_1000_events": round(broker_cpu * 1e6 / accepted, 2) if accepted else None,
+        "events_per_gateway_and_broker_cpu_s": round(accepted / (worker_cpu + broker_cpu))
+        if worker_cpu + broker_cpu else None,
+        "costs_us_per_event": costs, "costs_sum_us": round(cost_model.floor(costs), 2),
     }
 
 
@@ -113,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             print("starting a private stack (Kafka, registry, gateway) ...", flush=True)
             env = stack.up().env
             plan = _pin(stack, cfg)
+            procs = _procs(stack, cfg)
             cache = asyncio.run(_schema_cache(env["REGISTRY_URL"]))
             latest = cache.by_version(cache.routes["page_view"], None)
             if latest is None:
@@ -121,12 +162,24 @@ def main(argv: list[str] | None = None) -> int:
             schema_text = json.dumps(_schema_doc(env["REGISTRY_URL"], latest.schema_id))
             workload = Workload(schema_text, latest.schema_id)
             results = {kind: _phase(kind, env, cache, workload, seconds=seconds, concurrency=concurrency,
-                                    plan=plan)
+                                    plan=plan, procs=procs)
                        for kind in ("json", "avro")}
         finally:
             stack.down()
     _report(results, workers, concurrency, plan)
     return 0
+
+
+@dataclass(frozen=True)
+class _Procs:
+    workers: list[int]  # the gateway's worker processes
+    broker: int         # the Kafka broker's JVM
+
+
+def _procs(stack: Stack, cfg: StackConfig) -> _Procs:
+    gateway = next((s.process(cfg).pid() for s in services(cfg) if s.name == "gateway"), None)
+    workers = (cpus.descendants(gateway) or [gateway]) if gateway else []
+    return _Procs([w for w in workers if w], stack.kafka.process.pid() or 0)
 
 
 def _pin(stack: Stack, cfg: StackConfig) -> cpus.CpuPlan | None:
@@ -157,17 +210,21 @@ def _schema_doc(registry_url: str, schema_id: int) -> Any:
 def _report(results: dict[str, dict[str, Any]], workers: int, concurrency: int, plan: cpus.CpuPlan | None) -> None:
     print()
     print(f"{'path':6} {'bound ev/s':>12} {'gateway ev/s':>13} {'ratio':>6} {'half-load ev/s':>15} "
-          f"{'p50 ms':>8} {'p99 ms':>8}")
+          f"{'p50 ms':>8} {'p99 ms':>8} {'gw µs/ev':>9} {'broker ms/1k':>13}")
     for kind, r in results.items():
         print(f"{kind:6} {r['bound_events_per_s']:>12,} {r['gateway_events_per_s']:>13,} {r['ratio']:>6} "
-              f"{r['half_load_events_per_s']:>15,} {r['p50_ms']:>8} {r['p99_ms']:>8}")
+              f"{r['half_load_events_per_s']:>15,} {r['p50_ms']:>8} {r['p99_ms']:>8} "
+              f"{r['gateway_cpu_us_per_event'] or 0:>9} {r['broker_cpu_ms_per_1000_events'] or 0:>13}")
+    per_cpu = {k: r["events_per_gateway_cpu_s"] or 0 for k, r in results.items()}
     line = {
         "bench": "gateway", "workers": workers, "concurrency": concurrency, "cpus": os.cpu_count(),
-        "pinned": plan is not None,
+        "pinned": plan is not None, "loop": loop_name(os.environ.get("HEADWATER_GATEWAY_UVLOOP", "1") != "0"),
+        "kafka_compression": os.environ.get("HEADWATER_KAFKA_COMPRESSION", "zstd"),
         "events_per_batch": EVENTS_PER_BATCH, **{f"{k}_{m}": v for k, r in results.items() for m, v in r.items()},
         "json_ratio": results["json"]["ratio"], "avro_ratio": results["avro"]["ratio"],
         "avro_over_json": round(
             results["avro"]["gateway_events_per_s"] / max(1, results["json"]["gateway_events_per_s"]), 2),
+        "avro_over_json_per_cpu": round(per_cpu["avro"] / max(1, per_cpu["json"]), 2),
     }
     print(json.dumps(line))
 

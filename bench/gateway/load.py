@@ -17,6 +17,7 @@ class LoadResult:
     batches: int
     errors: int
     latencies_ms: list[float]
+    events: int = 0  # events acknowledged with 200
 
 
 def _headers(key: str, body: Body) -> dict[str, str]:
@@ -57,7 +58,7 @@ async def sustained(url: str, key: str, bodies: list[Body], concurrency: int) ->
         t0 = time.perf_counter()
         await asyncio.gather(*(worker(session) for _ in range(concurrency)))
         elapsed = time.perf_counter() - t0
-    return LoadResult(ok_events / elapsed, batches, errors, latencies)
+    return LoadResult(ok_events / elapsed, batches, errors, latencies, ok_events)
 
 
 async def at_rate(url: str, key: str, bodies: list[Body], batches_per_s: float) -> LoadResult:
@@ -84,7 +85,7 @@ async def at_rate(url: str, key: str, bodies: list[Body], batches_per_s: float) 
             tasks.append(asyncio.create_task(one(body)))
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - t0
-    return LoadResult(ok_events / elapsed, len(bodies), errors, latencies)
+    return LoadResult(ok_events / elapsed, len(bodies), errors, latencies, ok_events)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -27,7 +27,8 @@ def _committer(producers: list[FakeProducer], **settings: float) -> GroupCommitt
         return p
 
     s = CommitSettings(window_s=float(settings.get("window_s", 0.05)), max_records=int(settings.get("max", 1000)),
-                       commit_timeout_s=1.0, init_timeout_s=1.0, reconnect_backoff_s=0.05)
+                       commit_timeout_s=1.0, init_timeout_s=1.0, reconnect_backoff_s=0.05,
+                       min_interval_s=float(settings.get("min_interval_s", 0.0)))
     c = GroupCommitter(factory, s)
     c.start()
     assert c.wait_ready(5)
@@ -45,6 +46,45 @@ def test_batches_within_the_window_share_one_transaction() -> None:
     c.stop(5)
     (p,) = producers
     assert len(p.committed) == 1 and len(p.committed[0]) == 10
+
+
+def test_under_load_transactions_begin_min_interval_apart_and_carry_more_batches() -> None:
+    """Adaptive transactions: a batch arriving soon after a transaction began waits for the interval, with every
+    batch arriving meanwhile, so a busy worker commits fewer, larger transactions."""
+    producers: list[FakeProducer] = []
+    c = _committer(producers, window_s=0.001, min_interval_s=1.0)
+
+    async def run() -> None:
+        await c.commit(_records("first"))  # nothing before it: committed after the window only
+
+        async def later(i: int) -> None:
+            await asyncio.sleep(0.02 * i)
+            await c.commit(_records(f"b{i}"))
+
+        await asyncio.gather(*(later(i) for i in range(5)))
+
+    asyncio.run(run())
+    c.stop(5)
+    assert [len(t) for t in producers[0].committed] == [2, 10]
+
+
+def test_at_light_load_the_interval_adds_no_wait() -> None:
+    """Batches further apart than the interval are committed after the window, not after the interval."""
+    producers: list[FakeProducer] = []
+    c = _committer(producers, window_s=0.001, min_interval_s=0.5)
+    waits: list[float] = []
+
+    async def run() -> None:
+        for i in range(2):
+            await asyncio.sleep(0.6)
+            t0 = time.monotonic()
+            await c.commit(_records(f"b{i}"))
+            waits.append(time.monotonic() - t0)
+
+    asyncio.run(run())
+    c.stop(5)
+    assert [len(t) for t in producers[0].committed] == [2, 2]
+    assert waits[1] < 0.45  # the interval (0.5 s) had passed: no wait for it
 
 
 def test_record_cap_splits_transactions() -> None:
