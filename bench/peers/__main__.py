@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     opts = options()
+    commit = _commit()  # the code measured (read before the run, which may take minutes)
     os.environ["HEADWATER_GATEWAY_WORKERS"] = str(opts.workers)
     os.environ.setdefault("HEADWATER_GATEWAY_LOG_LEVEL", "WARNING")
     try:
@@ -85,12 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         session = Session(Path(state), {"HEADWATER_STATE_DIR": state, **ports}, binary, _free_port(), opts)
         results: dict[str, Any] = session.run()
     pinned = results["pinned"]
-    note = (f"Gateway at {_commit()} ({opts.workers} worker(s)) against Benthos v4.27.0, same bodies, A/B interleaved; "
+    note = (f"Gateway at {commit} ({opts.workers} worker(s)) against Benthos v4.27.0, same bodies, A/B interleaved; "
             + ("each server alone on core 0, broker, registry and load generator on the other core(s)"
                if pinned else "nothing pinned") + ". " + os.environ.get("HEADWATER_PEERS_NOTE", ""))
     line: dict[str, Any] = {
         "bench": "peers", "note": note.strip(), "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
-        "commit": _commit(),
+        "commit": commit,
         "peer": "benthos v4.27.0", "workers": opts.workers, "pinned": results.pop("pinned"),
         "cpus": os.cpu_count(), "concurrency": opts.concurrency, "seconds": opts.seconds,
         "peer_compression": opts.compression,
