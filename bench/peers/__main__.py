@@ -11,7 +11,8 @@ HEADWATER_PEERS_RATE (the common open-loop rate in events/s; default half the lo
 HEADWATER_BENCH_CONCURRENCY (keep-alive connections, default 64), HEADWATER_GATEWAY_WORKERS (default 1; with
 more, give HEADWATER_BENCH_PIN=0: neither side is pinned and both may use every core), HEADWATER_BENCH_PIN
 (default 1), HEADWATER_PEERS_COMPRESSION (the peer's producer codec; default the gateway's,
-HEADWATER_GATEWAY_KAFKA_COMPRESSION or zstd).
+HEADWATER_GATEWAY_KAFKA_COMPRESSION or zstd), HEADWATER_PEERS_EVENT_BYTES (pad each event's JSON to this size; default:
+the workload's, about 1.2 KB).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def options() -> Options:
         workers=_env_int("HEADWATER_GATEWAY_WORKERS", 1, 1), pin=os.environ.get("HEADWATER_BENCH_PIN", "1") != "0",
         compression=os.environ.get("HEADWATER_PEERS_COMPRESSION")
         or os.environ.get("HEADWATER_GATEWAY_KAFKA_COMPRESSION") or "zstd",
+        event_bytes=_env_int("HEADWATER_PEERS_EVENT_BYTES", 0),
     )
 
 
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         "commit": commit,
         "peer": "benthos v4.27.0", "workers": opts.workers, "pinned": results.pop("pinned"),
         "cpus": os.cpu_count(), "concurrency": opts.concurrency, "seconds": opts.seconds,
-        "peer_compression": opts.compression,
+        "peer_compression": opts.compression, "event_bytes_target": opts.event_bytes,
         # How busy the shared machine was (other sessions included): the ratios are what compare.
         "loadavg_1m_start": round(load_before, 1), "loadavg_1m_end": round(os.getloadavg()[0], 1), **results,
     }

@@ -16,6 +16,7 @@ import zstandard
 from bench.gateway.workload import EVENTS_PER_BATCH, Body, Workload
 from bench.peers import readback
 from bench.peers.avro_jsonschema import avro_to_json_schema
+from bench.peers.bodies import SizedWorkload, mean_event_bytes
 from bench.peers.config import PATH, PeerSettings, render_text
 from bench.peers.procs import Peer
 from bench.peers.rounds import (
@@ -48,6 +49,7 @@ class Options:
     workers: int
     pin: bool
     compression: str
+    event_bytes: int = 0  # 0: the workload's own events (about 1.2 KB)
 
 
 class _Ids(msgspec.Struct):
@@ -89,7 +91,7 @@ class Session:
             started = peer
             sides = [Side("gateway", env["GATEWAY_URL"] + "/v1/batch", env["HEADWATER_WRITE_KEY"], self._gateway_pid),
                      Side("peer", f"http://127.0.0.1:{self.peer_port}{PATH}", "unused", lambda: started.pid)]
-            results = self._rounds(sides, Workload(json.dumps(avro), schema_id))
+            results = self._rounds(sides, SizedWorkload(Workload(json.dumps(avro), schema_id), self.opts.event_bytes))
             results["durability"] = self._durability()
             results["pinned"] = plan is not None
             return results
@@ -138,10 +140,10 @@ class Session:
         self.sent[side].update(event_ids(bodies))
         self.acked[side] += (len(bodies) - failed_batches) * EVENTS_PER_BATCH
 
-    def _rounds(self, sides: list[Side], workload: Workload) -> dict[str, Any]:
+    def _rounds(self, sides: list[Side], workload: SizedWorkload) -> dict[str, Any]:
         idle = [broker_idle_cores(self.stack.kafka.process.pid())]
         print(f"broker idle: {idle[0]:.3f} cores; warming up both sides ...", flush=True)
-        warm = workload.bodies("json", 100)
+        warm = workload.bodies(100)
         pilot = {}
         for side in sides:
             result = sustained_phase(side, self.stack.kafka.process.pid(), warm, self.opts.concurrency)
@@ -164,19 +166,20 @@ class Session:
             ratio_rows.append({"round": n, **ratios(pair["gateway"], pair["peer"])})
         keys = [k for k in ratio_rows[0] if k != "round"]
         ratio_rows.append({"round": "median", **{k: median([r[k] for r in ratio_rows]) for k in keys}})
-        return {"broker_idle_cores": [round(i, 3) for i in idle], "rate_events_per_s": rate, "bodies_per_phase": count,
+        return {"event_json_bytes": round(mean_event_bytes(warm)), "broker_idle_cores": [round(i, 3) for i in idle],
+                "rate_events_per_s": rate, "bodies_per_phase": count,
                 "runs": rows, "ratios": ratio_rows,
                 "cores_per_10k_events_per_s": capacity(rows),
                 "targets": {"server_cpu_ratio_3": (ratio_rows[-1]["events_per_server_cpu_s"] or 0) >= 3.0,
                             "system_cpu_ratio_2_5": (ratio_rows[-1]["events_per_system_cpu_s"] or 0) >= 2.5}}
 
-    def _round(self, n: int, sides: list[Side], workload: Workload, count: int,
+    def _round(self, n: int, sides: list[Side], workload: SizedWorkload, count: int,
                rate: int | None) -> tuple[list[dict[str, Any]], int]:
         """Round n: the same bodies to each side (the order alternating between rounds), then the same open-loop
         bodies at the common rate (fixed by round 1: half the lower saturation, unless given)."""
         order = sides if n % 2 else list(reversed(sides))
         print(f"round {n}: {count} bodies to each side, {' then '.join(s.name for s in order)} ...", flush=True)
-        bodies = workload.bodies("json", count)
+        bodies = workload.bodies(count)
         figures: dict[str, dict[str, Any]] = {}
         for side in order:
             figures[side.name] = sustained_phase(side, self.stack.kafka.process.pid(), bodies, self.opts.concurrency)
@@ -184,7 +187,7 @@ class Session:
             print(f"  {side.name}: {figures[side.name]['events_per_s']:,} events/s", flush=True)
         if rate is None:
             rate = int(min(f["events_per_s"] for f in figures.values()) / 2)
-        slow = workload.bodies("json", max(50, int(rate * self.opts.seconds / EVENTS_PER_BATCH)))
+        slow = workload.bodies(max(50, int(rate * self.opts.seconds / EVENTS_PER_BATCH)))
         for side in order:
             figures[side.name].update(latency_phase(side, slow, rate))
             self._track(side.name, slow, figures[side.name]["rate_errors"])
