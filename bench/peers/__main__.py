@@ -10,9 +10,10 @@ reach). Variables: HEADWATER_PEERS_SECONDS (each phase, default 8), HEADWATER_PE
 HEADWATER_PEERS_RATE (the common open-loop rate in events/s; default half the lower saturation of round 1),
 HEADWATER_BENCH_CONCURRENCY (keep-alive connections, default 64), HEADWATER_GATEWAY_WORKERS (default 1; with
 more, give HEADWATER_BENCH_PIN=0: neither side is pinned and both may use every core), HEADWATER_BENCH_PIN
-(default 1), HEADWATER_PEERS_COMPRESSION (the peer's producer codec; default the gateway's,
-HEADWATER_GATEWAY_KAFKA_COMPRESSION or zstd), HEADWATER_PEERS_EVENT_BYTES (pad each event's JSON to this size; default:
-the workload's, about 1.2 KB).
+(default 1), HEADWATER_PEERS_COMPRESSION (the peer's producer codec; default the gateway's:
+HEADWATER_GATEWAY_KAFKA_COMPRESSION, else the gateway configuration's default), HEADWATER_PEERS_EVENT_BYTES
+(pad each event's JSON to this size; default: the workload's, about 1.2 KB), HEADWATER_PEERS_NOTE (added to
+the run's note).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from bench.peers.build import BuildError, build
 from bench.peers.report import print_report, record
 from bench.peers.session import Options, Session
+from gateway.config import GatewayConfig
 
 
 def _free_port() -> int:
@@ -56,14 +58,20 @@ def _commit() -> str:
     return proc.stdout.strip() or "unknown"
 
 
+def gateway_compression() -> str:
+    """The producer codec the gateway under test uses: its variable, else its configuration's default (zstd for a
+    gateway that has no such setting), so both sides give the broker the same kind of record batches."""
+    raw = os.environ.get("HEADWATER_GATEWAY_KAFKA_COMPRESSION", "").strip().lower()
+    return raw or str(getattr(GatewayConfig, "kafka_compression", "zstd"))
+
+
 def options() -> Options:
     rate = _env_int("HEADWATER_PEERS_RATE", 0)
     return Options(
         seconds=_env_int("HEADWATER_PEERS_SECONDS", 8, 1), rounds=_env_int("HEADWATER_PEERS_ROUNDS", 2, 1),
         rate=rate or None, concurrency=_env_int("HEADWATER_BENCH_CONCURRENCY", 64, 1),
         workers=_env_int("HEADWATER_GATEWAY_WORKERS", 1, 1), pin=os.environ.get("HEADWATER_BENCH_PIN", "1") != "0",
-        compression=os.environ.get("HEADWATER_PEERS_COMPRESSION")
-        or os.environ.get("HEADWATER_GATEWAY_KAFKA_COMPRESSION") or "zstd",
+        compression=os.environ.get("HEADWATER_PEERS_COMPRESSION") or gateway_compression(),
         event_bytes=_env_int("HEADWATER_PEERS_EVENT_BYTES", 0),
     )
 

@@ -11,9 +11,11 @@ import fastavro
 import pytest
 
 from bench.peers import build
+from bench.peers.__main__ import gateway_compression
 from bench.peers.config import PATH, PeerSettings, render, render_text
 from bench.peers.readback import avro_event_id, check, json_event_id
 from bench.peers.rounds import capacity, median, net_of_idle, ratios
+from gateway.config import GatewayConfig
 
 pytestmark = pytest.mark.unit
 PAGE_VIEW = Path(__file__).resolve().parents[2] / "schemas" / "events" / "page_view" / "v2.avsc"
@@ -118,3 +120,10 @@ def test_the_binary_is_cached_by_the_hash_of_the_module(tmp_path: Path, monkeypa
     assert build.build(module, log=False) == cached  # no Go run: the cache has it
     (module / "go.sum").write_text("changed")
     assert build.source_hash(module) != first
+
+
+def test_the_peer_uses_the_gateways_producer_codec(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADWATER_GATEWAY_KAFKA_COMPRESSION", "LZ4")
+    assert gateway_compression() == "lz4"
+    monkeypatch.delenv("HEADWATER_GATEWAY_KAFKA_COMPRESSION")
+    assert gateway_compression() == getattr(GatewayConfig, "kafka_compression", "zstd")
