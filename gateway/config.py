@@ -62,11 +62,11 @@ class GatewayConfig:
     limits: Limits = field(default_factory=Limits)
     commit_window_ms: float = 2.0
     commit_max_records: int = 5000
-    kafka_compression: str = "zstd"  # the producer's record-batch compression (docs/gateway.md, "Tuning")
+    kafka_compression: str = "none"  # the producer's record-batch compression (docs/gateway.md, "Tuning")
     kafka_linger_ms: float = 1.0
     uvloop: bool = True  # uvloop when installed; False: asyncio's own loop
     avro_codegen: bool = True  # generated Avro encoders; False: fastavro's writer for every event
-    commit_min_interval_ms: float = 0.0
+    commit_min_interval_ms: float = 10.0
     delivery_timeout_s: float = 5.0
     # A dead worker's open transaction blocks read_committed consumers until the coordinator aborts it after
     # this long (or until the restarted worker fences it): keep it short.
@@ -117,7 +117,7 @@ class GatewayConfig:
             kafka_linger_ms=_float(env, "HEADWATER_GATEWAY_KAFKA_LINGER_MS", 1.0, 0.0, 1000.0),
             uvloop=_flag(env, "HEADWATER_GATEWAY_UVLOOP", True),
             avro_codegen=_flag(env, "HEADWATER_GATEWAY_AVRO_CODEGEN", True),
-            commit_min_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS", 0.0, 0.0, 1000.0),
+            commit_min_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS", 10.0, 0.0, 1000.0),
             delivery_timeout_s=_float(env, "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S", 5.0, 1.0, 300.0),
             transaction_timeout_s=_float(env, "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S", 10.0, 2.0, 900.0),
             retry_after_s=_int(env, "HEADWATER_GATEWAY_RETRY_AFTER_S", 1, 1, 3600),
@@ -158,7 +158,7 @@ COMPRESSIONS = ("zstd", "lz4", "snappy", "gzip", "none")
 
 
 def _compression(env: Mapping[str, str]) -> str:
-    value = env.get("HEADWATER_GATEWAY_KAFKA_COMPRESSION", "zstd").strip().lower()
+    value = env.get("HEADWATER_GATEWAY_KAFKA_COMPRESSION", "none").strip().lower()
     if value not in COMPRESSIONS:
         raise ConfigError(f"HEADWATER_GATEWAY_KAFKA_COMPRESSION={value!r} is not one of {', '.join(COMPRESSIONS)}")
     return value

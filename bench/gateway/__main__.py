@@ -219,7 +219,7 @@ def _report(results: dict[str, dict[str, Any]], workers: int, concurrency: int, 
     line = {
         "bench": "gateway", "workers": workers, "concurrency": concurrency, "cpus": os.cpu_count(),
         "pinned": plan is not None, "loop": loop_name(os.environ.get("HEADWATER_GATEWAY_UVLOOP", "1") != "0"),
-        "kafka_compression": os.environ.get("HEADWATER_KAFKA_COMPRESSION", "zstd"),
+        "kafka_compression": os.environ.get("HEADWATER_GATEWAY_KAFKA_COMPRESSION", "none"),
         "events_per_batch": EVENTS_PER_BATCH, **{f"{k}_{m}": v for k, r in results.items() for m, v in r.items()},
         "json_ratio": results["json"]["ratio"], "avro_ratio": results["avro"]["ratio"],
         "avro_over_json": round(

@@ -46,7 +46,8 @@ def test_compression_and_linger_reach_librdkafka() -> None:
     assert (cfg.kafka_compression, cfg.kafka_linger_ms) == ("lz4", 5.0)
     config = kafka_config("b:1", "t", 5.0, 10.0, compression=cfg.kafka_compression, linger_ms=cfg.kafka_linger_ms)
     assert config["compression.type"] == "lz4" and config["linger.ms"] == 5.0
-    assert GatewayConfig.from_env(BASE).kafka_compression == "zstd"
+    assert GatewayConfig.from_env(BASE).kafka_compression == "none"
+    assert GatewayConfig.from_env(BASE).commit_min_interval_ms == 10.0
 
 
 @pytest.mark.parametrize(("variable", "value"), [("HEADWATER_GATEWAY_KAFKA_COMPRESSION", "brotli"),
