@@ -28,6 +28,8 @@ def test_padding_lengthens_the_title_of_every_event_to_the_size_asked() -> None:
     assert padded.events == body.events and padded.content_type == body.content_type
     assert 2990 <= mean_event_bytes([padded]) <= 3010
     assert _events(pad(body, 10).data) == before  # already longer: unchanged
+    title = str(after[0]["properties"]["title"])  # type: ignore[index]
+    assert len(set(title[-200:])) > 10  # random hex, not a run of one character that compresses to nothing
 
 
 def test_the_sized_workload_pads_only_when_asked() -> None:
