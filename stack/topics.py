@@ -33,7 +33,7 @@ def topic_specs(cfg: StackConfig) -> list[TopicSpec]:
         "min.insync.replicas": "1",
         "max.message.bytes": str(MAX_MESSAGE_BYTES),
         "message.timestamp.type": "CreateTime",
-        # Keep whatever compression the producer chose (the gateway uses zstd): no broker re-compression.
+        # Keep whatever compression the producer chose (the gateway: none by default): no broker re-compression.
         "compression.type": "producer",
     }
     if cfg.kafka_flush_messages > 0:
