@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -42,6 +43,12 @@ def find_go() -> str:
     raise BuildError("no Go toolchain found: run `make setup` (stack/setup-go.sh installs one)")
 
 
+def ldflags(go_version: str) -> list[str]:
+    """`-checklinkname=0` where the linker has it (Go >= 1.23, which also enforces go:linkname); none before."""
+    found = re.search(r"go1\.(\d+)", go_version)
+    return [f"-ldflags={LDFLAGS}"] if found is None or int(found.group(1)) >= 23 else []
+
+
 def build(module: Path = MODULE, log: bool = True) -> Path:
     """The path of the peer binary, building it first when the cache has none for these sources."""
     target = cache_dir() / f"headwater-benthos-{source_hash(module)}"
@@ -52,7 +59,9 @@ def build(module: Path = MODULE, log: bool = True) -> Path:
     env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly -buildvcs=false"}
     if log:
         print(f"building Benthos v4.27.0 into {target} (the first build takes many minutes) ...", flush=True)
-    proc = subprocess.run([find_go(), "build", "-trimpath", f"-ldflags={LDFLAGS}", "-o", str(tmp), "."],
+    go = find_go()
+    version = subprocess.run([go, "version"], capture_output=True, text=True, check=False, env=env).stdout
+    proc = subprocess.run([go, "build", "-trimpath", *ldflags(version), "-o", str(tmp), "."],
                           cwd=module, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)

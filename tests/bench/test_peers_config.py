@@ -122,6 +122,12 @@ def test_the_binary_is_cached_by_the_hash_of_the_module(tmp_path: Path, monkeypa
     assert build.source_hash(module) != first
 
 
+def test_the_linkname_check_is_turned_off_only_where_the_linker_has_it() -> None:
+    assert build.ldflags("go version go1.26.8 linux/amd64") == ["-ldflags=-checklinkname=0"]
+    assert build.ldflags("go version go1.23.0 linux/amd64") == ["-ldflags=-checklinkname=0"]
+    assert build.ldflags("go version go1.22.2 linux/amd64") == []
+
+
 def test_the_peer_uses_the_gateways_producer_codec(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HEADWATER_GATEWAY_KAFKA_COMPRESSION", "LZ4")
     assert gateway_compression() == "lz4"
