@@ -9,7 +9,7 @@ PYTEST_DURATIONS ?= --durations=25
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
-	bench bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos
+	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos
 
 setup:
 	@bash stack/setup.sh
@@ -69,6 +69,11 @@ chaos: setup
 # Not a test: starts a private stack on free ports, prints the gateway's figures and one JSON line at the end.
 bench: setup
 	@$(PY) -m bench.gateway
+
+# Not a test: the gateway against a native peer, Benthos v4.27.0 (built once from the Go module proxy), on one private
+# broker, A/B interleaved; prints the ratios and appends its JSON line to docs/benchmarks/runs/peers.jsonl.
+bench-peers: setup
+	@$(PY) -m bench.peers
 
 # Not a test: the Spark pipeline's throughput and latency against the running stack (`make up` first).
 bench-spark: setup

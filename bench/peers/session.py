@@ -1,0 +1,206 @@
+"""A peers run on a private stack: the broker, registry and gateway of `stack/`, the peer's topic and process, the
+pinning, the interleaved rounds and the read-back of both topics."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import zstandard
+
+from bench.gateway.workload import EVENTS_PER_BATCH, Body, Workload
+from bench.peers import readback
+from bench.peers.avro_jsonschema import avro_to_json_schema
+from bench.peers.bodies import SizedWorkload, mean_event_bytes
+from bench.peers.config import PATH, PeerSettings, render_text
+from bench.peers.procs import Peer
+from bench.peers.rounds import (
+    Side,
+    broker_idle_cores,
+    capacity,
+    latency_phase,
+    median,
+    net_of_idle,
+    ratios,
+    sustained_phase,
+)
+from schemas.catalog import subject_for
+from stack import cpus
+from stack.config import StackConfig
+from stack.launcher import Stack
+from stack.services import services
+from stack.topics import EVENTS_TOPIC, TopicSpec, ensure_topics, topic_specs
+
+PEER_TOPIC = "bench.peer.events"
+EVENT_TYPE = "page_view"
+
+
+@dataclass(frozen=True)
+class Options:
+    seconds: int
+    rounds: int
+    rate: int | None
+    concurrency: int
+    workers: int
+    pin: bool
+    compression: str
+    event_bytes: int = 0  # 0: the workload's own events (about 1.2 KB)
+
+
+class _Ids(msgspec.Struct):
+    event_id: str
+
+
+class _Batch(msgspec.Struct):
+    events: list[_Ids]
+
+
+_decode = msgspec.json.Decoder(_Batch)
+_unzstd = zstandard.ZstdDecompressor()
+
+
+def event_ids(bodies: list[Body]) -> list[str]:
+    """The ids of every event of `bodies` (what the durability check expects to find)."""
+    return [e.event_id for b in bodies
+            for e in _decode.decode(_unzstd.decompress(b.data, max_output_size=1 << 26)).events]
+
+
+class Session:
+    def __init__(self, state: Path, stack_env: dict[str, str], binary: Path, peer_port: int, opts: Options) -> None:
+        self.state, self.opts, self.binary, self.peer_port = state, opts, binary, peer_port
+        self.cfg = StackConfig.from_env(stack_env)
+        self.stack = Stack(self.cfg)
+        self.sent: dict[str, set[str]] = {"gateway": set(), "peer": set()}
+        self.acked: dict[str, int] = {"gateway": 0, "peer": 0}
+
+    def run(self) -> dict[str, Any]:
+        peer: Peer | None = None
+        try:
+            print("starting a private stack (Kafka, registry, gateway) ...", flush=True)
+            env = self.stack.up().env
+            spec = next(s for s in topic_specs(self.cfg) if s.name == EVENTS_TOPIC)
+            ensure_topics(self.cfg.bootstrap, [TopicSpec(PEER_TOPIC, spec.partitions, spec.config)])
+            schema_id, avro = self._schema(env["REGISTRY_URL"])
+            plan = self._pin()
+            peer = self._start_peer(avro, plan)
+            started = peer
+            sides = [Side("gateway", env["GATEWAY_URL"] + "/v1/batch", env["HEADWATER_WRITE_KEY"], self._gateway_pid),
+                     Side("peer", f"http://127.0.0.1:{self.peer_port}{PATH}", "unused", lambda: started.pid)]
+            results = self._rounds(sides, SizedWorkload(Workload(json.dumps(avro), schema_id), self.opts.event_bytes))
+            results["durability"] = self._durability()
+            results["pinned"] = plan is not None
+            return results
+        finally:
+            if peer is not None:
+                peer.stop()
+            self.stack.down()
+
+    def _schema(self, registry_url: str) -> tuple[int, Any]:
+        subject = subject_for(EVENT_TYPE)
+        with urllib.request.urlopen(f"{registry_url}/subjects/{subject}/versions/latest", timeout=10) as resp:
+            doc = json.loads(resp.read())
+        return int(doc["id"]), json.loads(doc["schema"])
+
+    def _gateway_pid(self) -> int | None:
+        return next((s.process(self.cfg).pid() for s in services(self.cfg) if s.name == "gateway"), None)
+
+    def _pin(self) -> cpus.CpuPlan | None:
+        plan = cpus.plan(self.opts.pin)
+        if plan is None:
+            print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
+            return None
+        others = [p for p in (self.stack.kafka.process.pid(), *(s.process(self.cfg).pid() for s in services(self.cfg)))
+                  if p]
+        for pid in others:
+            cpus.pin_process_tree(pid, plan.others)
+        gateway = self._gateway_pid()
+        workers = (cpus.descendants(gateway) or [gateway]) if gateway else []
+        for pid in workers:
+            cpus.pin_threads(pid, plan.measured)
+        cpus.pin_threads(os.getpid(), plan.others)
+        print(f"pinning: {plan.describe()} (the gateway's {len(workers)} worker(s), or the peer)", flush=True)
+        return plan
+
+    def _start_peer(self, avro: Any, plan: cpus.CpuPlan | None) -> Peer:
+        schema_path = self.state / f"{EVENT_TYPE}.schema.json"
+        schema_path.write_text(json.dumps(avro_to_json_schema(avro)))
+        config = self.state / "peer.yaml"
+        config.write_text(render_text(PeerSettings(self.peer_port, self.cfg.bootstrap, PEER_TOPIC, str(schema_path),
+                                                   compression=self.opts.compression)))
+        peer = Peer(self.binary, config, self.peer_port, self.state / "peer.log", plan.measured if plan else None)
+        peer.start()
+        return peer
+
+    def _track(self, side: str, bodies: list[Body], failed_batches: int) -> None:
+        self.sent[side].update(event_ids(bodies))
+        self.acked[side] += (len(bodies) - failed_batches) * EVENTS_PER_BATCH
+
+    def _rounds(self, sides: list[Side], workload: SizedWorkload) -> dict[str, Any]:
+        idle = [broker_idle_cores(self.stack.kafka.process.pid())]
+        print(f"broker idle: {idle[0]:.3f} cores; warming up both sides ...", flush=True)
+        warm = workload.bodies(100)
+        pilot = {}
+        for side in sides:
+            result = sustained_phase(side, self.stack.kafka.process.pid(), warm, self.opts.concurrency)
+            self._track(side.name, warm, result["errors"])
+            pilot[side.name] = result["events_per_s"]
+        count = int(min(5000, max(200, max(pilot.values()) * self.opts.seconds / EVENTS_PER_BATCH)))
+        rate = self.opts.rate
+        rows: list[dict[str, Any]] = []
+        ratio_rows: list[dict[str, Any]] = []
+        for n in range(1, self.opts.rounds + 1):
+            figures, rate = self._round(n, sides, workload, count, rate)
+            idle.append(broker_idle_cores(self.stack.kafka.process.pid(), 3.0))
+            rows.extend(figures)
+        # The broker's idle CPU, before the rounds and after each: its mean is the fixed cost taken out.
+        idle_mean = sum(idle) / len(idle)
+        for row in rows:
+            net_of_idle(row, idle_mean)
+        for n in range(1, self.opts.rounds + 1):
+            pair = {r["side"]: r for r in rows if r["round"] == n}
+            ratio_rows.append({"round": n, **ratios(pair["gateway"], pair["peer"])})
+        keys = [k for k in ratio_rows[0] if k != "round"]
+        ratio_rows.append({"round": "median", **{k: median([r[k] for r in ratio_rows]) for k in keys}})
+        return {"event_json_bytes": round(mean_event_bytes(warm)), "broker_idle_cores": [round(i, 3) for i in idle],
+                "rate_events_per_s": rate, "bodies_per_phase": count,
+                "runs": rows, "ratios": ratio_rows,
+                "cores_per_10k_events_per_s": capacity(rows),
+                "targets": {"server_cpu_ratio_3": (ratio_rows[-1]["events_per_server_cpu_s"] or 0) >= 3.0,
+                            "system_cpu_ratio_2_5": (ratio_rows[-1]["events_per_system_cpu_s"] or 0) >= 2.5}}
+
+    def _round(self, n: int, sides: list[Side], workload: SizedWorkload, count: int,
+               rate: int | None) -> tuple[list[dict[str, Any]], int]:
+        """Round n: the same bodies to each side (the order alternating between rounds), then the same open-loop
+        bodies at the common rate (fixed by round 1: half the lower saturation, unless given)."""
+        order = sides if n % 2 else list(reversed(sides))
+        print(f"round {n}: {count} bodies to each side, {' then '.join(s.name for s in order)} ...", flush=True)
+        bodies = workload.bodies(count)
+        figures: dict[str, dict[str, Any]] = {}
+        for side in order:
+            figures[side.name] = sustained_phase(side, self.stack.kafka.process.pid(), bodies, self.opts.concurrency)
+            self._track(side.name, bodies, figures[side.name]["errors"])
+            print(f"  {side.name}: {figures[side.name]['events_per_s']:,} events/s", flush=True)
+        if rate is None:
+            rate = int(min(f["events_per_s"] for f in figures.values()) / 2)
+        slow = workload.bodies(max(50, int(rate * self.opts.seconds / EVENTS_PER_BATCH)))
+        for side in order:
+            figures[side.name].update(latency_phase(side, slow, rate))
+            self._track(side.name, slow, figures[side.name]["rate_errors"])
+        return [{"round": n, "side": side.name, "order": i + 1, **figures[side.name]}
+                for i, side in enumerate(order)], rate
+
+    def _durability(self) -> dict[str, Any]:
+        print("reading both topics back ...", flush=True)
+        out: dict[str, Any] = {}
+        for side, topic, committed, is_json in (("gateway", EVENTS_TOPIC, True, False),
+                                                 ("peer", PEER_TOPIC, False, True)):
+            ids = readback.read_ids(self.cfg.bootstrap, topic, committed=committed, json_values=is_json)
+            result = readback.check(ids, self.sent[side], self.acked[side])
+            out[side] = {**result.__dict__, "ok": result.ok, "isolation": "read_committed" if committed else
+                         "read_uncommitted"}
+        return out
