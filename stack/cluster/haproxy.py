@@ -26,7 +26,10 @@ def render_config(cfg: ClusterConfig, gateway_ports: tuple[int, ...] | None = No
     """The haproxy.cfg of this profile; `gateway_ports` (default: all) are the gateway servers listed."""
     gateways = cfg.gateway_ports if gateway_ports is None else gateway_ports
     servers = "\n".join(f"    server gateway-{cfg.gateway_ports.index(p) + 1} 127.0.0.1:{p} check" for p in gateways)
-    registries = "\n".join(f"    server registry-{i + 1} 127.0.0.1:{p} check" for i, p in enumerate(cfg.registry_ports))
+    # One active registry, the others backups: a client reads its own writes (an instance applies a write before
+    # answering it; another applies it a few ms later), and a dead active one fails over within a health check.
+    registries = "\n".join(f"    server registry-{i + 1} 127.0.0.1:{p} check{' backup' if i else ''}"
+                           for i, p in enumerate(cfg.registry_ports))
     return Template(TEMPLATE.read_text()).substitute(
         STATS_SOCKET=str(cfg.run_dir / "haproxy.sock"), GATEWAY_PORT=cfg.gateway_port,
         REGISTRY_PORT=cfg.registry_port, STATS_PORT=cfg.stats_port, SOURCE=HAPROXY_SOURCE,

@@ -105,9 +105,14 @@ class Cluster:
     def start_gateways(self, env: Mapping[str, str]) -> list[str]:
         """Start every gateway not running (in parallel: each waits for its producer and schemas)."""
         todo = [i for i in range(1, len(self.cfg.gateway_ports) + 1) if self.gateway_process(i).pid() is None]
+        dev_write_key(self.cfg.stack)  # created once here, not by the parallel starts below
         with concurrent.futures.ThreadPoolExecutor(max(1, len(todo))) as pool:
             list(pool.map(lambda i: self.start_gateway(i, env), todo))
         return [f"gateway-{i}" for i in todo]
+
+    def start_registry(self, index: int) -> None:
+        registry_instance(self.cfg, index).start(self.cfg.stack, self.endpoints())
+        self.haproxy.wait_servers_up("registries", len(self.cfg.registry_ports))
 
     def start_gateway(self, index: int, env: Mapping[str, str] | None = None) -> None:
         gateway_instance(self.cfg, index, self.gateway_env).start(self.cfg.stack, dict(env or self.endpoints()))
