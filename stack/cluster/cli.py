@@ -32,7 +32,8 @@ def cluster_running(cfg: StackConfig) -> bool:
 def run(command: str) -> int:
     """up / down / status of the cluster profile; prints what the single-node commands print."""
     try:
-        cluster = Cluster(ClusterConfig.from_env())
+        cfg = ClusterConfig.from_env()
+        cluster = Cluster(cfg, with_spark=cfg.spark)
     except ConfigError as exc:
         print(f"stack: {exc}", file=sys.stderr)
         return 2

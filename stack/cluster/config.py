@@ -41,6 +41,9 @@ class ClusterConfig:
     gateway_workers: int = 1
     replication_factor: int = 3
     min_insync_replicas: int = 2
+    spark: bool = True
+    spark_worker_cores: int = 1
+    spark_worker_memory: str = "1g"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClusterConfig:
@@ -58,6 +61,9 @@ class ClusterConfig:
             registry_port=stack.registry_port,
             stats_port=base + 99,
             gateway_workers=_int(env, "HEADWATER_GATEWAY_WORKERS", 1, 1, 64),
+            spark=_int(env, "HEADWATER_CLUSTER_SPARK", 1, 0, 1) == 1,
+            spark_worker_cores=_int(env, "HEADWATER_SPARK_WORKER_CORES", 1, 1, 64),
+            spark_worker_memory=f"{_int(env, 'HEADWATER_SPARK_WORKER_MEMORY_MB', 1024, 256, 65536)}m",
         )
 
     @classmethod
@@ -76,7 +82,7 @@ class ClusterConfig:
             controller_ports=tuple(free_port() for _ in range(BROKERS)),
             registry_ports=tuple(free_port() for _ in range(REGISTRIES)),
             gateway_ports=tuple(free_port() for _ in range(gateways)),
-            gateway_port=stack.gateway_port, registry_port=stack.registry_port, stats_port=free_port(),
+            gateway_port=stack.gateway_port, registry_port=stack.registry_port, stats_port=free_port(), spark=False,
         )
 
     def with_stack(self, **changes: object) -> ClusterConfig:

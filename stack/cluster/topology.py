@@ -18,6 +18,7 @@ from stack.cluster.haproxy import HAProxy
 from stack.cluster.services import gateway_instance, registry_instance
 from stack.process import ManagedProcess
 from stack.services import ServiceError, dev_write_key
+from stack.spark_standalone import SparkClusterError, SparkStandalone
 from stack.topics import (
     AGGREGATES_TOPIC,
     DEADLETTER_TOPIC,
@@ -47,12 +48,18 @@ def replicated_specs(cfg: ClusterConfig, replication_factor: int | None = None) 
 class Cluster:
     """Every process of one cluster profile; `gateway_env` adds settings to every gateway (the tests' timeouts)."""
 
-    def __init__(self, cfg: ClusterConfig, gateway_env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, cfg: ClusterConfig, gateway_env: Mapping[str, str] | None = None, *,
+                 with_spark: bool = False) -> None:
         self.cfg = cfg
         self.brokers = Brokers(cfg)
         self.haproxy = HAProxy(cfg)
         self.gateway_env = dict(gateway_env or {})
-        self.spark: object | None = None
+        self.with_spark = with_spark
+
+    def spark(self) -> SparkStandalone:
+        """The Spark standalone master and worker of this state directory (stack/spark_standalone.py)."""
+        return SparkStandalone(self.cfg.state_dir, worker_cores=self.cfg.spark_worker_cores,
+                               worker_memory=self.cfg.spark_worker_memory)
 
     # --- processes -------------------------------------------------------------------------------------------
     def registry_process(self, index: int) -> ManagedProcess:
@@ -118,11 +125,21 @@ class Cluster:
         gateway_instance(self.cfg, index, self.gateway_env).start(self.cfg.stack, dict(env or self.endpoints()))
 
     def start_spark(self) -> dict[str, str]:
-        """The Spark standalone master and worker (stack/spark_standalone.py), when that module is present."""
-        return {}
+        """Start the Spark master and worker (unless `with_spark` is off); their URLs for stack.env."""
+        if not self.with_spark:
+            return {}
+        spark = self.spark()
+        try:
+            spark.start()
+        except SparkClusterError as exc:
+            raise ServiceError(f"spark standalone: {exc}") from exc
+        return {"SPARK_MASTER_URL": spark.master_url, "SPARK_MASTER_UI_URL": spark.master_ui_url}
 
     def stop_spark(self) -> list[str]:
-        return []
+        spark = self.spark()
+        running = [name for name, up in spark.running().items() if up]
+        spark.stop()
+        return running
 
     def down(self) -> list[str]:
         stopped = self.stop_spark()
@@ -147,6 +164,7 @@ class Cluster:
         status.update({f"gateway-{i}": self.gateway_process(i).pid() is not None
                        for i in range(1, len(self.cfg.gateway_ports) + 1)})
         status["haproxy"] = self.haproxy.running()
+        status.update(self.spark().running())
         return status
 
     # --- operations --------------------------------------------------------------------------------------------
