@@ -3,6 +3,7 @@ start, readiness, stop and kill -9, each node its own process, ports and log dir
 
 from __future__ import annotations
 
+import concurrent.futures
 import shutil
 import socket
 import subprocess
@@ -147,7 +148,8 @@ class Brokers:
         cluster_id = cluster_id_file.read_text().strip()
         for node in self.nodes:
             node.write_config()
-            node.format_storage(cluster_id)
+        with concurrent.futures.ThreadPoolExecutor(len(self.nodes)) as pool:  # three JVM starts: in parallel
+            list(pool.map(lambda node: node.format_storage(cluster_id), self.nodes))
         started = [n.name for n in self.nodes if n.start_process()]
         self.wait_ready(len(self.nodes))
         return started

@@ -91,9 +91,10 @@ class Cluster:
                                 replication_factor=self.cfg.replication_factor)
         self.brokers.warm_up_transactions()
         env = self.endpoints()
-        for i in range(1, len(self.cfg.registry_ports) + 1):
-            if registry_instance(self.cfg, i).start(self.cfg.stack, env):
-                started.append(f"registry-{i}")
+        indexes = range(1, len(self.cfg.registry_ports) + 1)
+        with concurrent.futures.ThreadPoolExecutor(len(indexes)) as pool:  # each replays _schemas: in parallel
+            fresh = list(pool.map(lambda i: registry_instance(self.cfg, i).start(self.cfg.stack, env), indexes))
+        started += [f"registry-{i}" for i, new in zip(indexes, fresh, strict=True) if new]
         if self.haproxy.start():
             started.append("haproxy")
         self.haproxy.wait_servers_up("registries", len(self.cfg.registry_ports))

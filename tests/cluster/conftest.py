@@ -3,13 +3,18 @@ once and shared by every fault test of tests/cluster/."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from stack.cluster.config import ClusterConfig
 from stack.cluster.haproxy import HAProxy
 from stack.cluster.topology import Cluster
+from stack.config import REPO_ROOT
 from tests.conftest import free_port
 
 # Short Kafka timeouts so that lost brokers turn into 503s within seconds (as the single-node fault suite does).
@@ -31,3 +36,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster,
         yield profile, profile.up().env
     finally:
         profile.down()
+
+
+@pytest.fixture(scope="session")
+def go_producer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Go SDK's test producer (sdk-go/cmd/headwater-produce), built once (Go's build cache makes it quick)."""
+    out = tmp_path_factory.mktemp("go-bin") / "headwater-produce"
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    subprocess.run([go, "build", "-o", str(out), "./cmd/headwater-produce"], cwd=REPO_ROOT / "sdk-go", check=True,
+                   timeout=600, env={**os.environ, "GOTOOLCHAIN": "local"})
+    return out

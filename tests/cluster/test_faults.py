@@ -3,16 +3,56 @@ and checked by a read_committed reconciliation of what the SDKs were told is ack
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import time
+import uuid
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from stack.cluster.topology import Cluster
 from tests.cluster.faults import batch_requests, busiest_leader, leaders, record_schema, registry
-from tests.cluster.fleet import EVENTS_PER_FAULT, Fleet, wait_for
+from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet, wait_for
+from tests.kafka_helpers import end_offsets
+from tests.sdk_events import EVENTS_TOPIC, arrived
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 ClusterEnv = tuple[Cluster, dict[str, str]]
+GO_EVENTS = 5000 * SCALE
+
+
+class GoProducer:
+    """The Go SDK's test producer as a process: tracks `events` events through HAProxy, then closes (spooled)."""
+
+    def __init__(self, binary: Path, env: dict[str, str], events: int, tmp: Path) -> None:
+        proc_env = {k: v for k, v in os.environ.items()
+                    if not k.startswith("HEADWATER_") and k not in ("GATEWAY_URL", "REGISTRY_URL")}
+        proc_env.update(HEADWATER_ENDPOINT=env["GATEWAY_URL"], HEADWATER_WRITE_KEY=env["HEADWATER_WRITE_KEY"],
+                        HEADWATER_SPOOL_DIR=str(tmp / "go-spool"), HEADWATER_LINGER_S="0.1",
+                        HEADWATER_MAX_QUEUE_EVENTS=str(events), HEADWATER_RETRY_BASE_S="0.2",
+                        HEADWATER_RETRY_MAX_S="2", HEADWATER_RETRY_DEADLINE_S="900")
+        self.cmd = [str(binary), "-events", str(events), "-goroutines", "2", "-run", f"run-{uuid.uuid4()}"]
+        self.env = proc_env
+        self.proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> GoProducer:
+        self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def result(self, timeout_s: float = 600.0) -> dict[str, Any]:
+        assert self.proc is not None
+        out, err = self.proc.communicate(timeout=timeout_s)
+        assert self.proc.returncode == 0, err[-2000:]
+        answer: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        return answer
 
 
 def test_kill_9_the_leader_of_the_busiest_partitions(cluster: ClusterEnv) -> None:
@@ -31,10 +71,12 @@ def test_kill_9_the_leader_of_the_busiest_partitions(cluster: ClusterEnv) -> Non
         fleet.check("leader kill -9")
 
 
-def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv) -> None:
+def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv, go_producer: Path, tmp_path: Path) -> None:
+    """With a Go SDK producer among the Python ones."""
     profile, env = cluster
     fleet = Fleet(env)
-    with fleet:
+    start = end_offsets(env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
+    with fleet, GoProducer(go_producer, env, GO_EVENTS, tmp_path) as go:
         fleet.wait_acked(EVENTS_PER_FAULT // 5)
         victims = [2, 3]
         for node in victims:
@@ -53,6 +95,13 @@ def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv) -> 
         profile.brokers.wait_ready(3)
         fleet.wait_acked(acked + 1000, timeout_s=180)
         fleet.check("two brokers kill -9")
+        result = go.result()
+    assert result["close_error"] is None and result["acknowledged"] == GO_EVENTS, result
+    assert result["dropped"] == {} and result["rejected"] == 0, result
+    by_seq = arrived(env, str(result["producer_id"]), GO_EVENTS, start)
+    print(f"Go producer: {result['acknowledged']} acknowledged, {result['retries']} retries, "
+          f"{len(by_seq)} seqs found in Kafka")
+    assert sorted(by_seq) == list(range(GO_EVENTS))
 
 
 def test_rolling_restart_of_every_gateway_behind_haproxy(cluster: ClusterEnv) -> None:
