@@ -82,12 +82,12 @@ def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv, go_
         for node in victims:
             profile.brokers.node(node).kill()
         # Requests in flight at the kill may still commit; after the gateways' transaction timeout, none can.
-        time.sleep(12)
+        time.sleep(10)
         window = time.monotonic()
         acked = fleet.acknowledged()
-        time.sleep(15)
+        time.sleep(12)
         during = fleet.outcomes_since(window)
-        print(f"\nunder min.insync.replicas for 15 s: {dict(during)}")
+        print(f"\nunder min.insync.replicas for 12 s: {dict(during)}")
         assert during[200] == 0 and fleet.acknowledged() == acked, during
         assert during[503] > 0, during
         for node in victims:
