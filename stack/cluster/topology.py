@@ -7,6 +7,7 @@ import concurrent.futures
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from common.envfile import write_env
 from common.registry_client import RegistryClient, RegistryClientError
@@ -18,7 +19,6 @@ from stack.cluster.haproxy import HAProxy
 from stack.cluster.services import gateway_instance, registry_instance
 from stack.process import ManagedProcess
 from stack.services import ServiceError, dev_write_key
-from stack.spark_standalone import SparkClusterError, SparkStandalone
 from stack.topics import (
     AGGREGATES_TOPIC,
     DEADLETTER_TOPIC,
@@ -28,6 +28,9 @@ from stack.topics import (
     ensure_topics,
     topic_specs,
 )
+
+if TYPE_CHECKING:
+    from stack.spark_standalone import SparkStandalone
 
 
 @dataclass
@@ -57,7 +60,10 @@ class Cluster:
         self.with_spark = with_spark
 
     def spark(self) -> SparkStandalone:
-        """The Spark standalone master and worker of this state directory (stack/spark_standalone.py)."""
+        """The Spark standalone master and worker of this state directory (stack/spark_standalone.py; imported here:
+        it imports pyspark, which nothing else of `python -m stack` needs)."""
+        from stack.spark_standalone import SparkStandalone  # noqa: PLC0415
+
         return SparkStandalone(self.cfg.state_dir, worker_cores=self.cfg.spark_worker_cores,
                                worker_memory=self.cfg.spark_worker_memory)
 
@@ -129,6 +135,8 @@ class Cluster:
         """Start the Spark master and worker (unless `with_spark` is off); their URLs for stack.env."""
         if not self.with_spark:
             return {}
+        from stack.spark_standalone import SparkClusterError  # noqa: PLC0415
+
         spark = self.spark()
         try:
             spark.start()
