@@ -82,7 +82,7 @@ def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv, go_
         for node in victims:
             profile.brokers.node(node).kill()
         # Requests in flight at the kill may still commit; after the gateways' transaction timeout, none can.
-        time.sleep(10)
+        time.sleep(12)
         window = time.monotonic()
         acked = fleet.acknowledged()
         time.sleep(12)
