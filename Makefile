@@ -64,6 +64,12 @@ chaos: setup
 		tests/gateway/test_faults_processes.py tests/gateway/test_hostile.py tests/gateway/test_hostile_protocol.py \
 		tests/gateway/test_hostile_process.py $(PYTEST_ARGS)
 
+# Fault 5 of issue 18 (tests/cluster/test_spark_cluster.py): the pipeline on a Spark standalone cluster, its worker
+# killed with SIGKILL mid-batch while 3 SDK producers send >= 30,000 events; replay must equal the streaming outputs.
+.PHONY: chaos-spark
+chaos-spark: setup
+	@HEADWATER_CHAOS_SPARK=1 $(PY) -m pytest -s -m cluster tests/cluster/test_spark_cluster.py $(PYTEST_ARGS)
+
 # Not a test: starts a private stack on free ports, prints the gateway's figures and one JSON line at the end.
 bench: setup
 	@$(PY) -m bench.gateway

@@ -103,8 +103,8 @@ class FaultRun:
 
     def start_job(self) -> None:
         with self.log.open("wb") as log:
-            self.job = subprocess.Popen(["bash", "-c", self.recipe.submit_with("run")], cwd=REPO_ROOT,
-                                        env=self.recipe.env(self.job_env),
+            command = self.recipe.script(self.recipe.submit_with("run"))
+            self.job = subprocess.Popen(["bash", "-c", command], cwd=REPO_ROOT, env=self.recipe.env(self.job_env),
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for("the job's queries to start", lambda: self.log.read_text().count("started query") >= len(QUERIES),
                  job=self.job, log=self.log)
