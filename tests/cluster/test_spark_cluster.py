@@ -37,8 +37,8 @@ def cluster(stack_env: dict[str, str], truth: tuple[str, EventSet],
     state = tmp_path_factory.mktemp("state")
     (state / "stack.env").write_text("".join(f"{k}={v}\n" for k, v in {**stack_env, "EVENTS_TOPIC": truth[0]}.items()))
     recipe = Recipe.from_doc(state)
-    recipe.run(recipe.start)
     try:
+        recipe.run(recipe.start)
         yield recipe, SparkStandalone(state, worker_cores=2, worker_memory="1g")  # what the recipe's `up` offers
     finally:
         recipe.run(recipe.stop)
