@@ -211,10 +211,9 @@ class FaultRun:
 
     @staticmethod
     def streamed_minutes(events: pa.Table) -> dict[tuple[int, str], int]:
-        times = pc.cast(events["event_time"], pa.int64()).to_pylist()
-        unit = 1000 if events.schema.field("event_time").type.unit == "us" else 1
-        return dict(Counter(((t // unit) - (t // unit) % 60_000, e)
-                            for t, e in zip(times, events["event_type"].to_pylist(), strict=True)))
+        per_ms = {"s": 1 / 1000, "ms": 1, "us": 1000, "ns": 1_000_000}[events.schema.field("event_time").type.unit]
+        times = [int(t // per_ms) for t in pc.cast(events["event_time"], pa.int64()).to_pylist()]
+        return dict(Counter((t - t % 60_000, e) for t, e in zip(times, events["event_type"].to_pylist(), strict=True)))
 
     def live_windows(self) -> dict[Key, int]:
         return {k: int(r["events"]) for k, r in live_aggregates(self.bootstrap, self.aggregates_topic).items()}
