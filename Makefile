@@ -89,6 +89,11 @@ chaos-cluster: setup setup-haproxy
 # Not a test: the same load on RF=1 and RF=3 topics of a private cluster; events per gateway and broker core-second.
 bench-replication: setup setup-haproxy
 	@$(PY) -m bench.replication
+# Fault 5 of issue 18 (tests/cluster/test_spark_cluster.py): the pipeline on a Spark standalone cluster, its worker
+# killed with SIGKILL mid-batch while 3 SDK producers send >= 30,000 events; replay must equal the streaming outputs.
+.PHONY: chaos-spark
+chaos-spark: setup
+	@HEADWATER_CHAOS_SPARK=1 $(PY) -m pytest -s -m cluster tests/cluster/test_spark_cluster.py $(PYTEST_ARGS)
 
 # Not a test: starts a private stack on free ports, prints the gateway's figures and one JSON line at the end.
 bench: setup

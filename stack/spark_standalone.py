@@ -57,7 +57,7 @@ class SparkStandalone:
 
     def __init__(self, state_dir: Path, *, worker_cores: int = 1, worker_memory: str = "1g",
                  master_port: int | None = None, master_ui_port: int | None = None,
-                 start_timeout_s: float = 120.0) -> None:
+                 start_timeout_s: float = 300.0) -> None:
         self.dir = Path(state_dir).resolve() / "spark"
         self.worker_cores = worker_cores
         self.worker_memory = worker_memory

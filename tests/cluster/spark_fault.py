@@ -69,12 +69,14 @@ class Producer:
     errors: list[BaseException] = field(default_factory=list)
 
     def __call__(self) -> None:
+        """About 100 events a second: PER_PRODUCER take long enough for the kill to land while they send. Past
+        PER_PRODUCER, the producer goes on until told to stop, up to 3x as many."""
         run = uuid.uuid4().hex
-        while self.tracked < PER_PRODUCER or not self.stop.is_set():
+        while self.tracked < 3 * PER_PRODUCER and not (self.tracked >= PER_PRODUCER and self.stop.is_set()):
             for _ in range(25):
                 self.client.track("page_view", page_view(self.tracked, run))
                 self.tracked += 1
-            time.sleep(0.05)
+            time.sleep(0.25)
 
 
 class FaultRun:
@@ -103,8 +105,8 @@ class FaultRun:
 
     def start_job(self) -> None:
         with self.log.open("wb") as log:
-            self.job = subprocess.Popen(["bash", "-c", self.recipe.submit_with("run")], cwd=REPO_ROOT,
-                                        env=self.recipe.env(self.job_env),
+            command = self.recipe.script(self.recipe.submit_with("run"))
+            self.job = subprocess.Popen(["bash", "-c", command], cwd=REPO_ROOT, env=self.recipe.env(self.job_env),
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for("the job's queries to start", lambda: self.log.read_text().count("started query") >= len(QUERIES),
                  job=self.job, log=self.log)
@@ -124,7 +126,7 @@ class FaultRun:
         for t in threads:
             t.start()
         try:
-            self._kill_mid_batch()
+            self._kill_mid_batch(threads)
         finally:
             self.stop_producing.set()
             for t in threads:
@@ -138,7 +140,7 @@ class FaultRun:
         assert all(c.metrics().dropped == {} for c in clients)
         self.figures["events"] = self.total
 
-    def _kill_mid_batch(self) -> None:
+    def _kill_mid_batch(self, producers: list[threading.Thread]) -> None:
         # Some batches committed, then one planned (its offsets logged) and not committed: its tasks are running.
         wait_for("two committed batches", lambda: len(self.batches("events", "commits")) >= 2, job=self.job,
                  log=self.log)
@@ -146,6 +148,7 @@ class FaultRun:
                  - set(self.batches("events", "commits")), job=self.job, log=self.log)
         in_flight = max(set(self.batches("events", "offsets")) - set(self.batches("events", "commits")))
         killed_at = time.monotonic()
+        self.figures["producers_sending_at_kill"] = sum(t.is_alive() for t in producers)
         self.figures["killed_worker_pid"] = self.spark.kill_worker()
         self.figures["in_flight_batch"] = in_flight
         self.spark.start_worker()
@@ -208,10 +211,9 @@ class FaultRun:
 
     @staticmethod
     def streamed_minutes(events: pa.Table) -> dict[tuple[int, str], int]:
-        times = pc.cast(events["event_time"], pa.int64()).to_pylist()
-        unit = 1000 if events.schema.field("event_time").type.unit == "us" else 1
-        return dict(Counter(((t // unit) - (t // unit) % 60_000, e)
-                            for t, e in zip(times, events["event_type"].to_pylist(), strict=True)))
+        per_ms = {"s": 1 / 1000, "ms": 1, "us": 1000, "ns": 1_000_000}[events.schema.field("event_time").type.unit]
+        times = [int(t // per_ms) for t in pc.cast(events["event_time"], pa.int64()).to_pylist()]
+        return dict(Counter((t - t % 60_000, e) for t, e in zip(times, events["event_type"].to_pylist(), strict=True)))
 
     def live_windows(self) -> dict[Key, int]:
         return {k: int(r["events"]) for k, r in live_aggregates(self.bootstrap, self.aggregates_topic).items()}

@@ -70,13 +70,17 @@ class Recipe:
 
     def run(self, lines: str | list[str], extra: Mapping[str, str] | None = None, timeout: float = 900) -> str:
         """Run `lines` with bash (stop at the first failure) from the repository root; return stdout."""
-        body = lines if isinstance(lines, list) else [lines]
-        script = "\n".join(["set -euo pipefail", *self.prelude, *(line for line in body if line not in self.prelude)])
+        script = self.script(lines)
         done = subprocess.run(["bash", "-c", script], cwd=REPO_ROOT, env=self.env(extra), capture_output=True,
                               text=True, timeout=timeout, check=False)
         assert done.returncode == 0, (f"{script}\nexited {done.returncode}:\n{done.stdout[-3000:]}\n"
                                      f"{done.stderr[-5000:]}")
         return done.stdout
+
+    def script(self, lines: str | list[str]) -> str:
+        """A bash script of `lines` after the prelude, stopping at the first failure."""
+        body = lines if isinstance(lines, list) else [lines]
+        return "\n".join(["set -euo pipefail", *self.prelude, *(line for line in body if line not in self.prelude)])
 
     def submit_with(self, *args: str) -> str:
         """The recipe's spark-submit command with other pipeline arguments (`run`, or a replay's offsets)."""

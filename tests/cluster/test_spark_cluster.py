@@ -5,6 +5,7 @@ equals the streaming outputs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,9 +37,9 @@ def cluster(stack_env: dict[str, str], truth: tuple[str, EventSet],
     state = tmp_path_factory.mktemp("state")
     (state / "stack.env").write_text("".join(f"{k}={v}\n" for k, v in {**stack_env, "EVENTS_TOPIC": truth[0]}.items()))
     recipe = Recipe.from_doc(state)
-    recipe.run(recipe.start)
     try:
-        yield recipe, SparkStandalone(state)
+        recipe.run(recipe.start)
+        yield recipe, SparkStandalone(state, worker_cores=2, worker_memory="1g")  # what the recipe's `up` offers
     finally:
         recipe.run(recipe.stop)
     assert SparkStandalone(state).running() == {"spark-master": False, "spark-worker": False}
@@ -70,6 +71,8 @@ def test_the_documented_recipe_replays_on_the_cluster(cluster: tuple[Recipe, Spa
     assert any("Finished task" in (d / "stderr").read_text() for d in executors)
 
 
+@pytest.mark.skipif(not os.environ.get("HEADWATER_CHAOS_SPARK"),
+                    reason="fault 5 runs in `make chaos-spark` (30,000 events; over 10 minutes on 2 cores)")
 def test_fault5_worker_killed_mid_batch_and_replaced(cluster: tuple[Recipe, SparkStandalone],
                                                      stack_env: dict[str, str], tmp_path: Path) -> None:
     recipe, spark = cluster
