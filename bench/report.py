@@ -40,6 +40,8 @@ on the shared 2-core machines these ran on move by tens of percent between runs.
   [2026-11-2x-gateway-optimisations](2026-11-2x-gateway-optimisations.md).
 - `spark` (`make bench-spark`): the pipeline's decode and aggregate throughput against the Kafka read bound,
   and the created_at -> aggregate latency.
+- `replication` (`make bench-replication`): the same SDK load through HAProxy to RF=1 and RF=3 topics of the
+  cluster profile, events per gateway and per broker core-second, and their ratio (docs/cluster.md).
 - `loadtest-*` (`make loadtest`, `python -m loadtest.curve`, `.capacity`, `.connections`): the
   100,000-node soak with its reconciliation, the capacity curve and plan, the cost of connections
   (`loadtest/README.md`).

@@ -52,7 +52,9 @@ def client_ip(request: web.BaseRequest, trusted: frozenset[str]) -> str:
     peer = request.remote or ""
     if peer not in trusted:
         return peer
-    forwarded = request.headers.get("X-Forwarded-For", "")
+    # Every X-Forwarded-For line, in order: a proxy may add its own line (HAProxy's `option forwardfor` does) after
+    # one the client forged, and the first line alone would be the client's word (RFC 9110 5.3: lines = one list).
+    forwarded = ",".join(request.headers.getall("X-Forwarded-For", []))
     hops = [h.strip() for h in forwarded.split(",") if h.strip()]
     for hop in reversed(hops):
         if hop not in trusted:

@@ -12,8 +12,10 @@ every instance applies the same records in the same order and agrees on ids and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +28,9 @@ from registry.schema_log import Apply, Record, WriterFenced
 log = logging.getLogger(__name__)
 # librdkafka's own log lines go through Python logging (JSON lines), not raw to stderr.
 rdkafka_log = logging.getLogger("registry.rdkafka")
+
+
+_LEADER_MOVED = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
 
 
 class KafkaLog:
@@ -110,12 +115,23 @@ class KafkaLog:
                                    f"(at {self._position})") from None
 
     async def catch_up(self) -> None:
-        """Wait until every record written so far (the high watermark now) has been applied."""
-        try:
-            _, high = await asyncio.to_thread(self._meta.get_watermark_offsets, TopicPartition(self.topic, 0),
-                                              self.timeout_s, False)
-        except KafkaException as exc:
-            raise StoreUnavailable(f"{self.topic}: {exc}") from None
+        """Wait until every record written so far (the high watermark now) has been applied.
+
+        After a leader change (a broker of a cluster restarted or killed) the first query may reach the old leader
+        and get NOT_LEADER; the client refreshes its metadata meanwhile, so the query is retried within the timeout.
+        """
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                _, high = await asyncio.to_thread(self._meta.get_watermark_offsets, TopicPartition(self.topic, 0),
+                                                  self.timeout_s, False)
+                break
+            except KafkaException as exc:
+                if exc.args[0].code() not in _LEADER_MOVED or time.monotonic() > deadline:
+                    raise StoreUnavailable(f"{self.topic}: {exc}") from None
+                await asyncio.sleep(0.2)
+                with contextlib.suppress(KafkaException):  # refresh the leaders now rather than on librdkafka's timer
+                    await asyncio.to_thread(self._meta.list_topics, self.topic, 5.0)
         await self._wait_position(int(high))
 
     async def acquire_writer(self) -> None:

@@ -6,6 +6,8 @@ import argparse
 import shutil
 import sys
 
+from stack.cluster.cli import cluster_running, topology
+from stack.cluster.cli import run as run_cluster
 from stack.config import ConfigError, StackConfig
 from stack.kafka import BrokerError
 from stack.launcher import Stack
@@ -20,7 +22,26 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("status", help="say which services run")
     sub.add_parser("env", help="print .headwater/stack.env")
     sub.add_parser("reset", help="stop the stack and delete its data (topics, offsets, schemas)")
+    sub.add_parser("restart-gateways", help="cluster profile: restart every gateway, one at a time, behind HAProxy")
     args = parser.parse_args(argv)
+    try:
+        cluster = topology() == "cluster"
+        single = StackConfig.from_env()
+    except ConfigError as exc:
+        print(f"stack: {exc}", file=sys.stderr)
+        return 2
+    # The cluster profile (docs/cluster.md): asked for, or already up (so `make down` / `make status` find it).
+    if (args.command in ("up", "restart-gateways") and cluster) or (
+            args.command in ("down", "status") and (cluster or cluster_running(single))):
+        return run_cluster(args.command)
+    if args.command == "reset" and cluster_running(single):
+        run_cluster("down")
+    if args.command == "up" and cluster_running(single):
+        print("stack: the cluster profile is up (`make down` first)", file=sys.stderr)
+        return 1
+    if args.command == "restart-gateways":
+        print("stack: restart-gateways needs the cluster profile (HEADWATER_TOPOLOGY=cluster)", file=sys.stderr)
+        return 2
 
     try:
         cfg = StackConfig.from_env()

@@ -52,7 +52,8 @@ def topic_specs(cfg: StackConfig) -> list[TopicSpec]:
     ]
 
 
-def ensure_topics(bootstrap: str, specs: list[TopicSpec], timeout_s: float = 30.0) -> list[str]:
+def ensure_topics(bootstrap: str, specs: list[TopicSpec], timeout_s: float = 30.0, *,
+                  replication_factor: int = 1) -> list[str]:
     """Create the topics that do not exist yet; return the names created. Existing ones are left as they are."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     existing = set(admin.list_topics(timeout=timeout_s).topics)
@@ -60,7 +61,8 @@ def ensure_topics(bootstrap: str, specs: list[TopicSpec], timeout_s: float = 30.
     if not missing:
         return []
     futures = admin.create_topics(
-        [NewTopic(s.name, num_partitions=s.partitions, replication_factor=1, config=s.config) for s in missing],
+        [NewTopic(s.name, num_partitions=s.partitions, replication_factor=replication_factor, config=s.config)
+         for s in missing],
         operation_timeout=timeout_s,
         request_timeout=timeout_s,
     )

@@ -1,0 +1,48 @@
+"""The cluster profile on free ports for the whole session (3 brokers, 2 registries, 3 gateways, HAProxy), started
+once and shared by every fault test of tests/cluster/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stack.cluster.config import ClusterConfig
+from stack.cluster.haproxy import HAProxy
+from stack.cluster.topology import Cluster
+from stack.config import REPO_ROOT
+from tests.conftest import free_port
+
+# Short Kafka timeouts so that lost brokers turn into 503s within seconds (as the single-node fault suite does).
+CLUSTER_GATEWAY_ENV = {
+    "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S": "4",
+    "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S": "8",
+    "HEADWATER_GATEWAY_REGISTRY_REFRESH_S": "2",
+    "HEADWATER_GATEWAY_SHUTDOWN_TIMEOUT_S": "10",
+}
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, dict[str, str]]]:
+    """The running profile and its stack.env; a machine without HAProxy fails here (`make setup-haproxy`)."""
+    HAProxy.binary()
+    cfg = ClusterConfig.on_free_ports(tmp_path_factory.mktemp("cluster"), free_port, events_partitions=6)
+    profile = Cluster(cfg, gateway_env=CLUSTER_GATEWAY_ENV)
+    try:
+        yield profile, profile.up().env
+    finally:
+        profile.down()
+
+
+@pytest.fixture(scope="session")
+def go_producer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Go SDK's test producer (sdk-go/cmd/headwater-produce), built once (Go's build cache makes it quick)."""
+    out = tmp_path_factory.mktemp("go-bin") / "headwater-produce"
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    subprocess.run([go, "build", "-o", str(out), "./cmd/headwater-produce"], cwd=REPO_ROOT / "sdk-go", check=True,
+                   timeout=600, env={**os.environ, "GOTOOLCHAIN": "local"})
+    return out

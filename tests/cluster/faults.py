@@ -1,0 +1,70 @@
+"""What the cluster fault tests inspect and do: partition leaders and their traffic from the metadata, gateway
+request counts from each instance's /metrics, and registry reads and writes through HAProxy or one instance."""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from stack.topics import EVENTS_TOPIC
+
+
+def leaders(bootstrap: str, topic: str = EVENTS_TOPIC) -> dict[int, int]:
+    """partition -> leader node id (-1 while a partition has none)."""
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=15)
+    return {p: m.leader for p, m in md.topics[topic].partitions.items()}
+
+
+def end_offsets(bootstrap: str, topic: str = EVENTS_TOPIC) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"cluster-test-{uuid.uuid4()}"})
+    try:
+        parts = consumer.list_topics(topic, timeout=15).topics[topic].partitions
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
+    finally:
+        consumer.close()
+
+
+def busiest_leader(bootstrap: str, window_s: float = 3.0) -> tuple[int, list[int]]:
+    """The node leading the partitions that grew most over `window_s`, and those partitions (busiest first)."""
+    before = end_offsets(bootstrap)
+    time.sleep(window_s)
+    after = end_offsets(bootstrap)
+    growth = sorted(after, key=lambda p: after[p] - before.get(p, 0), reverse=True)
+    lead = leaders(bootstrap)
+    top = growth[: max(1, len(growth) // 2)]
+    node = collections.Counter(lead[p] for p in top).most_common(1)[0][0]
+    return node, [p for p in top if lead[p] == node]
+
+
+def batch_requests(port: int) -> int:
+    """POST /v1/batch answers counted by one gateway instance since it started (its Prometheus counter)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("headwater_gateway_requests_total{") and 'path="/v1/batch"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
+
+
+def registry(url: str, method: str, path: str, doc: Any = None) -> tuple[int, Any]:
+    data = None if doc is None else json.dumps(doc).encode()
+    req = urllib.request.Request(url + path, data=data, method=method,
+                                 headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+def record_schema(name: str) -> str:
+    return json.dumps({"type": "record", "name": name, "fields": [{"name": "a", "type": "string"}]})
