@@ -9,8 +9,7 @@ PYTEST_DURATIONS ?= --durations=25
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
-	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos
-	bench bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
+	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
 	setup-haproxy test-cluster chaos-cluster bench-replication
 
 setup:
@@ -52,10 +51,8 @@ lint: setup
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
 # Go and TypeScript SDK checks, the Python SDK on its other Pythons, then pytest (which includes the conformance
 # vectors of every SDK and the gateway: tests/conformance/).
-test: setup lint test-go test-ts test-pythons
-	@$(PY) -m pytest $(PYTEST_DURATIONS) $(PYTEST_ARGS)
 test: setup setup-haproxy lint test-go test-ts test-pythons
-	@$(PY) -m pytest $(PYTEST_ARGS)
+	@$(PY) -m pytest $(PYTEST_DURATIONS) $(PYTEST_ARGS)
 
 # The Python SDK's unit tests on Python 3.9 and 3.13 (pyenv's; skipped, saying so, where they are absent).
 test-pythons: setup
@@ -94,6 +91,7 @@ chaos-cluster: setup setup-haproxy
 # Not a test: the same load on RF=1 and RF=3 topics of a private cluster; events per gateway and broker core-second.
 bench-replication: setup setup-haproxy
 	@$(PY) -m bench.replication
+
 # Fault 5 of issue 18 (tests/cluster/test_spark_cluster.py): the pipeline on a Spark standalone cluster, its worker
 # killed with SIGKILL mid-batch while 3 SDK producers send >= 30,000 events; replay must equal the streaming outputs.
 .PHONY: chaos-spark
