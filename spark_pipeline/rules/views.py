@@ -1,0 +1,193 @@
+"""Registers the temp views rules are written against: `events`, one view per event type, one per rule output.
+
+- `events`: every decoded, deduplicated, enriched event: the envelope columns, `event_time` (the pipeline's
+  watermarked event time), the enrichment (`region`, `datacenter`, `service` from the node inventory,
+  `country` from the client IP, `browser`/`os`/`device` from the user agent), the typed helper columns
+  (`user_id`, `user_agent`, `metric_value`) and `properties` as a map<string,string> (nested values as JSON).
+- `<event_type>` (e.g. `page_view`): that type's events with the same columns, `properties` as the typed struct
+  of the registry's latest schema of the type, and each property also as a top-level column unless its name is
+  already a column of `events` (then it is only `properties.<name>`). Older writer versions are resolved to the
+  latest by Avro when the pipeline decodes; `type_view_schema` gives the (schema id, struct) a view was built
+  from, so the runtime re-registers the views when a new version appears.
+- `rule_<name>`: the output of rule `<name>` read from its topic and decoded by its registry schema (every
+  version as writer, the latest as reader); with backticks, `` `rule.<name>` `` names the same view. Its
+  `event_time` (a filter's output), else `window.end` as column `window_time`, is its watermarked time column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.avro.functions import from_avro
+from pyspark.sql.types import StructType, TimestampType
+
+from common.registry_client import RegistryClient
+from spark_pipeline import aggregate, decode, enrich, extract
+from spark_pipeline.config import PipelineConfig
+from spark_pipeline.rules.model import OUTPUT_TOPIC_PREFIX, OUTPUT_VIEW_PREFIX, Rule, output_subject
+from spark_pipeline.snapshot import SchemaSnapshot, WriterSchema, subject_versions
+
+EVENTS_VIEW = "events"
+ENVELOPE_COLUMNS = ["event_id", "event_type", "producer_id", "seq", "node_id", "created_at", "sent_at",
+                    "received_at", "sdk_name", "sdk_version", "context"]
+ENRICHMENT_COLUMNS = ["region", "datacenter", "service", "country", "client_ip"]
+TYPED_HELPERS = ["user_id", "user_agent", "metric_value"]
+EVENTS_COLUMNS = [*ENVELOPE_COLUMNS, "event_time", "properties", *ENRICHMENT_COLUMNS, "browser", "os", "device",
+                  *TYPED_HELPERS, "ingest_latency_ms"]
+RULE_TIME = "window_time"
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Views:
+    """What `register_views` registered: view name -> frame, and per event type the (schema id, properties
+    struct) its view was built from (compare `fingerprint()` to notice a new schema version)."""
+
+    frames: dict[str, DataFrame]
+    types: dict[str, tuple[int, StructType]] = field(default_factory=dict)
+    rules: tuple[str, ...] = ()
+
+    def fingerprint(self) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted((t, sid) for t, (sid, _) in self.types.items()))
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.frames)
+
+
+def pipeline_events(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, inventory: DataFrame, *,
+                    streaming: bool, starting: str = "earliest", ending: str = "latest") -> DataFrame:
+    """The pipeline's decoded, deduplicated (watermarked when streaming), enriched events over the events topic:
+    a stream (`strict` decode, as the job's), or a batch between `starting` and `ending` (offsets JSON or
+    earliest/latest) that the CLI analyses and tests rules on."""
+    if streaming:
+        decoded = decode.decode(decode.frame(extract.kafka_stream(spark, cfg)), snapshot, strict=True)
+        rows = aggregate.with_watermark(decode.events(decoded), cfg.lateness)
+    else:
+        raw = extract.kafka_batch(spark, cfg, starting, ending)
+        rows = decode.events(decode.decode(decode.frame(raw), snapshot, strict=False))
+    return enrich.enrich(aggregate.deduplicate(rows), inventory)
+
+
+def avro_struct(spark: SparkSession, schema: str) -> StructType:
+    """The Spark type `from_avro` gives Avro schema `schema` (analysed only, nothing is read)."""
+    dtype = spark.range(0).select(from_avro(F.lit(None).cast("binary"), schema).alias("x")).schema["x"].dataType
+    if not isinstance(dtype, StructType):
+        raise ValueError(f"schema is {dtype.simpleString()}, not a record")
+    return dtype
+
+
+def type_view_schema(spark: SparkSession, reader: WriterSchema) -> tuple[int, StructType]:
+    """(schema id, properties struct) of an event type's view, from its subject's latest (reader) version.
+
+    A type whose schema has no `properties` record gets an empty struct.
+    """
+    struct = avro_struct(spark, reader.schema)
+    props = struct["properties"].dataType if "properties" in struct.fieldNames() else None
+    return reader.schema_id, props if isinstance(props, StructType) else StructType([])
+
+
+def _readers(source: SchemaSnapshot | RegistryClient, prefix: str) -> dict[str, WriterSchema]:
+    if isinstance(source, SchemaSnapshot):
+        return dict(source.readers)
+    readers = {}
+    for subject in sorted(s for s in source.subjects() if s.startswith(prefix)):
+        versions = subject_versions(source, subject)
+        if versions:
+            readers[subject] = max(versions, key=lambda w: w.version)
+    return readers
+
+
+def events_view(enriched: DataFrame) -> DataFrame:
+    """The `events` view over the pipeline's enriched event rows (decode.events + enrich.enrich)."""
+    props = F.from_json(F.col("properties_json"), "map<string,string>")
+    return enriched.select(
+        *ENVELOPE_COLUMNS, "event_time", props.alias("properties"), *ENRICHMENT_COLUMNS,
+        F.col("ua.browser").alias("browser"), F.col("ua.os").alias("os"), F.col("ua.device").alias("device"),
+        *TYPED_HELPERS, "ingest_latency_ms", "properties_json")
+
+
+def type_view(events: DataFrame, event_type: str, props: StructType) -> DataFrame:
+    """The view of one event type over `events_view` rows: typed `properties` and its top-level columns."""
+    typed = F.from_json(F.col("properties_json"), props)
+    common = [c for c in EVENTS_COLUMNS if c not in ("properties", *TYPED_HELPERS)]
+    flat = [F.col("properties")[f.name].alias(f.name) for f in props.fields
+            if f.name not in common and f.name != "properties" and _IDENTIFIER.fullmatch(f.name)]
+    rows = events.where(F.col("event_type") == event_type).select(*common, typed.alias("properties"))
+    return rows.select(*common, "properties", *flat)
+
+
+def rule_output_view(raw: DataFrame, writers: list[WriterSchema], lateness: str) -> DataFrame:
+    """Rule output records (Kafka rows of the rule's topic) decoded: each writer version by its id, resolved to
+    the latest; records of an unknown id are skipped. Watermarked on `event_time` or `window.end`."""
+    reader = max(writers, key=lambda w: w.version).schema
+    sid = F.expr("cast(conv(hex(substring(value, 2, 4)), 16, 10) as int)")
+    body = F.expr("substring(value, 6)")
+    decoded: Column | None = None
+    for w in sorted(writers, key=lambda w: w.schema_id):
+        value = from_avro(body, w.schema, {"avroSchema": reader, "mode": "PERMISSIVE"})
+        decoded = F.when(sid == w.schema_id, value) if decoded is None else decoded.when(sid == w.schema_id, value)
+    if decoded is None:
+        raise ValueError("a rule output view needs at least one writer schema")
+    df = raw.select(decoded.alias("r")).where(F.col("r").isNotNull()).select("r.*")
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    if isinstance(fields.get("event_time"), TimestampType):
+        return df.withWatermark("event_time", lateness)
+    window = fields.get("window")
+    if isinstance(window, StructType) and "end" in window.fieldNames():
+        return df.withColumn(RULE_TIME, F.col("window.end")).withWatermark(RULE_TIME, lateness)
+    return df
+
+
+def rule_source(spark: SparkSession, bootstrap: str, name: str, streaming: bool) -> DataFrame:
+    """The raw Kafka rows of rule `name`'s output topic (a stream from the earliest offset, or a batch)."""
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": f"{OUTPUT_TOPIC_PREFIX}{name}",
+               "startingOffsets": "earliest", "failOnDataLoss": "false"}
+    if streaming:
+        return spark.readStream.format("kafka").options(**options).load()
+    return spark.read.format("kafka").options(**options).load()
+
+
+def register_views(spark: SparkSession, events_df: DataFrame, snapshot_or_registry: SchemaSnapshot | RegistryClient,
+                   rule_outputs: Mapping[str, Rule], *, bootstrap: str, subject_prefix: str = "headwater.events.",
+                   lateness: str = "30 seconds", registry: RegistryClient | None = None) -> Views:
+    """Register `events`, a view per event type and one per emitting rule of `rule_outputs` (as temp views of
+    `spark`, replacing views of the same names) and return them.
+
+    `events_df`: the pipeline's decoded, deduplicated, enriched events (streaming or batch, decode.events then
+    aggregate.deduplicate then enrich.enrich). Rule outputs are read the same way (stream or batch) through
+    their topics; their schemas come from `registry` (default `snapshot_or_registry` when it is a client).
+    """
+    frames: dict[str, DataFrame] = {}
+    events = events_view(events_df)
+    frames[EVENTS_VIEW] = events.drop("properties_json")
+    types: dict[str, tuple[int, StructType]] = {}
+    for subject, reader in sorted(_readers(snapshot_or_registry, subject_prefix).items()):
+        event_type = subject[len(subject_prefix):]
+        if not _IDENTIFIER.fullmatch(event_type) or event_type == EVENTS_VIEW:
+            continue
+        try:
+            types[event_type] = type_view_schema(spark, reader)
+        except Exception:  # a schema Spark cannot decode: the pipeline dead-letters it, no view
+            continue
+        frames[event_type] = type_view(events, event_type, types[event_type][1])
+    client = registry or (snapshot_or_registry if isinstance(snapshot_or_registry, RegistryClient) else None)
+    rules = []
+    for name, rule in sorted(rule_outputs.items()):
+        if rule.output_schema_id is None or client is None:
+            continue
+        writers = subject_versions(client, output_subject(name))
+        if not writers:
+            continue
+        raw = rule_source(spark, bootstrap, name, events_df.isStreaming)
+        frames[f"{OUTPUT_VIEW_PREFIX}{name}"] = rule_output_view(raw, writers, lateness)
+        rules.append(name)
+    for view, df in frames.items():
+        df.createOrReplaceTempView(view)
+        if view.startswith(OUTPUT_VIEW_PREFIX):  # the same view as `rule.<name>` (backticks in SQL)
+            df.createOrReplaceTempView(f"`rule.{view[len(OUTPUT_VIEW_PREFIX):]}`")
+    return Views(frames, types, tuple(rules))
