@@ -70,5 +70,7 @@ bash stack/setup-go.sh
 bash stack/setup-node.sh
 # 6. Chromium and promtool for the console's browser test and the alert-rule tests.
 bash stack/setup-browser.sh
+# 7. The SQL function plugins of the streaming rules (sql-functions/).
+bash stack/setup-sql-functions.sh
 
 say "done in $(( $(date +%s) - t0 ))s"
