@@ -7,6 +7,7 @@ small protocol for the topic's high watermarks, so the manager's status logic is
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +17,7 @@ from spark_pipeline.supervisor import MAX_CAUSES
 
 ERROR_CHARS = 600  # the trimmed cause chain kept in a rule's status
 _LINE_CHARS = 200  # of each exception in the chain
+_JAVA_CLASS = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+\.[A-Z]\w*(: |$)")
 
 
 class HighWatermarks(Protocol):
@@ -100,20 +102,35 @@ def health(progress: Any, watermarks: HighWatermarks) -> Health:
                   lag(p, watermarks) if p else None, rows)
 
 
+def _line(error: object) -> str:
+    """The first line of one exception's message, with its type unless the message names a (Java) class."""
+    desc = getattr(error, "desc", None)
+    text = desc if isinstance(desc, str) and desc else str(error)
+    first = (text.strip().splitlines() or [""])[0].strip()
+    name = type(error).__name__
+    if name == "UnknownException" or first.startswith(name) or _JAVA_CLASS.match(first):
+        return first
+    return f"{name}: {first}" if first else name
+
+
 def error_chain(error: BaseException | object) -> str:
-    """The first line of each exception in `error`'s cause chain (pyspark's `_cause`, Python's `__cause__`),
-    joined by ' <- ' and trimmed to ERROR_CHARS: enough to see the cause, never a JVM stack trace."""
-    parts: list[str] = []
+    """A failed query's error for people: the first line of each exception of the cause chain (pyspark's `_cause`,
+    Python's `__cause__`), the root cause first, ` <- `-joined; a message that repeats an inner one is dropped;
+    each line at most 200 characters, the whole at most ERROR_CHARS. Never a stack trace."""
+    lines: list[str] = []
     seen = 0
     current: object = error
     while current is not None and seen < MAX_CAUSES:
         seen += 1
-        desc = getattr(current, "desc", None)
-        text = desc if isinstance(desc, str) and desc else str(current)
-        first = (text.strip().splitlines() or [type(current).__name__])[0].strip()
-        line = f"{type(current).__name__}: {first}"[:_LINE_CHARS]
-        if not parts or parts[-1] != line:
-            parts.append(line)
+        lines.append(_line(current))
         current = getattr(current, "_cause", None) or getattr(current, "__cause__", None)
-    text = " <- ".join(parts)
+    kept: list[str] = []
+    cores: list[str] = []
+    for line in reversed(lines):  # innermost first
+        if any(core in line for core in cores):
+            continue  # a wrapper repeating an inner message
+        kept.append(line[:_LINE_CHARS])
+        if len(core := line.split(": ", 1)[-1]) >= 8:
+            cores.append(core)
+    text = " <- ".join(kept)
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."

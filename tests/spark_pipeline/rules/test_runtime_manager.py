@@ -254,7 +254,10 @@ def test_health_and_error_chain_read_pyspark_shapes() -> None:
 
     outer = RuntimeError("query failed\nstack")
     outer._cause = Cause("root cause")  # type: ignore[attr-defined]
-    assert error_chain(outer) == "RuntimeError: query failed <- Cause: root cause"
+    assert error_chain(outer) == "Cause: root cause <- RuntimeError: query failed"
+    wrapper = RuntimeError("Job aborted: org.apache.kafka.TimeoutException: Topic t not present\n\tat x")
+    wrapper._cause = RuntimeError("org.apache.kafka.TimeoutException: Topic t not present")  # type: ignore[attr-defined]
+    assert error_chain(wrapper) == "org.apache.kafka.TimeoutException: Topic t not present"
     assert len(error_chain(RuntimeError("x" * 5000))) <= 600
     assert health(None, Marks()).batch_id is None
     h = health({"batchId": 4, "sources": [{"endOffset": '{"t": {"0": 95}}'}]}, Marks())
