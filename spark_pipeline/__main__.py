@@ -1,5 +1,5 @@
-"""Command line: `python -m spark_pipeline run|replay|audit`, or `headwater-pipeline` (settings: stack.env, then the
-environment); `spark-submit` runs the same through `spark_pipeline/submit.py`."""
+"""Command line: `python -m spark_pipeline run|replay|audit|rules`, or `headwater-pipeline` (settings: stack.env,
+then the environment); `spark-submit` runs the same through `spark_pipeline/submit.py`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from common.envfile import read_env
 from spark_pipeline import job
 from spark_pipeline.audit import net_loss
 from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
+from spark_pipeline.rules import cli as rules_cli
 from spark_pipeline.session import build_session
 
 
@@ -42,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     audit = sub.add_parser("audit", help="print the seq-gap loss audits: batch over the events output, "
                                          "and the streaming job's loss_audit output")
     audit.add_argument("--output", type=storage_root, help="output root (default HEADWATER_PIPELINE_DIR)")
+    rules_cli.add_commands(sub.add_parser("rules", help="streaming SQL rules: apply, list, show, delete, test "
+                                                        "(docs/rules.md)"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -53,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "output", None) and args.command != "replay":
         cfg = cfg.with_overrides(output_dir=args.output)
 
+    if args.command == "rules":
+        return rules_cli.run(args, cfg)
     if args.command == "run":
         if args.console:
             cfg = cfg.with_overrides(console=True)

@@ -12,28 +12,45 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from spark_pipeline.rules.model import RULES_TOPIC, STATUS_TOPIC, ModelError, Rule, RuleStatus, check_name
+from spark_pipeline.rules.model import (
+    RULES_TOPIC,
+    STATUS_TOPIC,
+    ModelError,
+    Rule,
+    RuleStatus,
+    check_name,
+    output_topic,
+)
 
 log = logging.getLogger("spark_pipeline.rules")
 
 T = TypeVar("T")
 TOPIC_CONFIG = {"cleanup.policy": "compact", "retention.ms": "-1", "min.insync.replicas": "1",
                 "max.message.bytes": str(1024 * 1024)}
+OUTPUT_PARTITIONS = 3
+OUTPUT_RETENTION_MS = 7 * 24 * 3600 * 1000
 
 
 class StoreError(RuntimeError):
     """Kafka refused or timed out a read or a write of the rule topics; the message says which."""
 
 
+def _cluster(bootstrap: str, timeout_s: float) -> tuple[AdminClient, Any]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        return admin, admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise StoreError(f"cannot reach Kafka at {bootstrap}: {exc}") from None
+
+
 def ensure_topics(bootstrap: str, timeout_s: float = 30.0) -> list[str]:
     """Create RULES_TOPIC and STATUS_TOPIC if missing (compacted, one partition); return the names created."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    meta = admin.list_topics(timeout=timeout_s)
+    admin, meta = _cluster(bootstrap, timeout_s)
     missing = [t for t in (RULES_TOPIC, STATUS_TOPIC) if t not in meta.topics]
     if not missing:
         return []
@@ -51,6 +68,29 @@ def ensure_topics(bootstrap: str, timeout_s: float = 30.0) -> list[str]:
                 continue  # another process created it meanwhile
             raise StoreError(f"cannot create topic {name}: {exc}") from None
     return created
+
+
+def ensure_output_topic(bootstrap: str, name: str, *, compacted: bool, partitions: int = OUTPUT_PARTITIONS,
+                        timeout_s: float = 30.0) -> bool:
+    """Create rule `name`'s output topic if missing (compacted for an aggregation, whose records are upserts by
+    key; else kept OUTPUT_RETENTION_MS); whether it was created."""
+    topic = output_topic(name)
+    admin, meta = _cluster(bootstrap, timeout_s)
+    if topic in meta.topics:
+        return False
+    config = {"cleanup.policy": "compact"} if compacted else {"cleanup.policy": "delete",
+                                                               "retention.ms": str(OUTPUT_RETENTION_MS)}
+    rf = max(1, min(3, len(meta.brokers)))
+    fut = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=rf, config=config)],
+                              operation_timeout=timeout_s, request_timeout=timeout_s)[topic]
+    try:
+        fut.result(timeout=timeout_s)
+    except Exception as exc:
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
+        raise StoreError(f"cannot create topic {topic}: {exc}") from None
+    return True
 
 
 class TopicFollower(Generic[T]):

@@ -60,15 +60,18 @@ class Views:
 
 
 def pipeline_events(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, inventory: DataFrame, *,
-                    streaming: bool, starting: str = "earliest", ending: str = "latest") -> DataFrame:
+                    streaming: bool, since_ms: int | None = None) -> DataFrame:
     """The pipeline's decoded, deduplicated (watermarked when streaming), enriched events over the events topic:
-    a stream (`strict` decode, as the job's), or a batch between `starting` and `ending` (offsets JSON or
-    earliest/latest) that the CLI analyses and tests rules on."""
+    a stream (`strict` decode, as the job's), or a batch of what the topic holds (from the records written at
+    or after `since_ms`, epoch ms, when given) that the CLI tests rules on."""
     if streaming:
         decoded = decode.decode(decode.frame(extract.kafka_stream(spark, cfg)), snapshot, strict=True)
         rows = aggregate.with_watermark(decode.events(decoded), cfg.lateness)
     else:
-        raw = extract.kafka_batch(spark, cfg, starting, ending)
+        raw = extract.kafka_batch(spark, cfg) if since_ms is None else (
+            spark.read.format("kafka").options(**extract._kafka_options(cfg))
+            .option("startingTimestamp", str(since_ms)).option("startingOffsetsByTimestampStrategy", "latest")
+            .option("endingOffsets", "latest").option("failOnDataLoss", "false").load())
         rows = decode.events(decode.decode(decode.frame(raw), snapshot, strict=False))
     return enrich.enrich(aggregate.deduplicate(rows), inventory)
 

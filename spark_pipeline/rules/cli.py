@@ -1,0 +1,227 @@
+"""`python -m spark_pipeline rules apply|list|show|delete|test`: manage the streaming SQL rules (docs/rules.md).
+
+`apply` analyses the rule against the live views (built over the events topic and the registry as the running
+pipeline builds them; nothing is read), registers its output schema (BACKWARD compatible), creates its output
+topic and stores it; a refused rule stores nothing and exits 2 with `line N: <code>: <message>`. `list` and `show`
+read the rules and their statuses from Kafka (no Spark); `delete` writes a tombstone; `test` runs the rule as a
+batch over the last N minutes of the events topic and prints the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import socket
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from common.registry_client import RegistryClient, RegistryClientError
+from spark_pipeline import enrich
+from spark_pipeline.config import PipelineConfig
+from spark_pipeline.rules import model, output, store
+from spark_pipeline.rules.analyse import analyse, analysed
+from spark_pipeline.rules.functions import load_functions, register_functions
+from spark_pipeline.rules.model import MAX_RULES, Rule, RuleError, RuleStatus
+from spark_pipeline.rules.views import pipeline_events, register_views
+from spark_pipeline.session import build_session
+from spark_pipeline.snapshot import take_snapshot
+
+REFUSED = 2
+NOT_FOUND = 1
+
+
+def add_commands(rules: argparse.ArgumentParser) -> None:
+    """The subcommands of `rules`."""
+    sub = rules.add_subparsers(dest="rules_command", required=True)
+    apply = sub.add_parser("apply", help="analyse a rule, register its output schema and store it")
+    apply.add_argument("file", type=Path, help="a file holding one SQL SELECT")
+    apply.add_argument("--name", help="the rule's name (default: the file name without .sql)")
+    sub.add_parser("list", help="every rule with its state, and the installed SQL functions")
+    show = sub.add_parser("show", help="one rule: SQL, version, output topic, subject and schema, status")
+    show.add_argument("name")
+    delete = sub.add_parser("delete", help="delete a rule (the pipeline stops its query)")
+    delete.add_argument("name")
+    test = sub.add_parser("test", help="run a rule as a batch over the last minutes of the events topic")
+    test.add_argument("file", type=Path)
+    test.add_argument("--minutes", type=int, default=10, help="how far back to read (default 10)")
+    test.add_argument("--rows", type=int, default=50, help="how many result rows to print (default 50)")
+
+
+def run(args: argparse.Namespace, cfg: PipelineConfig) -> int:
+    """Run `rules <subcommand>`; the exit code (0, 1 not found, 2 refused or bad input)."""
+    try:
+        if args.rules_command == "list":
+            return list_rules(cfg)
+        if args.rules_command == "show":
+            return show(cfg, args.name)
+        if args.rules_command == "delete":
+            return delete(cfg, args.name)
+        if args.rules_command == "apply":
+            return apply(cfg, args.file, args.name)
+        return test(cfg, args.file, args.minutes, args.rows)
+    except RuleError as exc:
+        print(exc.describe(), file=sys.stderr)
+        return REFUSED
+    except (store.StoreError, RegistryClientError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return NOT_FOUND
+
+
+def read_sql(path: Path) -> str:
+    try:
+        sql = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleError(model.NOT_A_SELECT, None, f"cannot read {path}: {exc}") from None
+    if len(sql.encode()) > model.MAX_SQL_BYTES:
+        raise RuleError(model.TOO_LARGE, None, f"{path} is over {model.MAX_SQL_BYTES} bytes")
+    return sql
+
+
+def session() -> SparkSession:
+    spark = build_session("headwater-rules")
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def live_views(spark: SparkSession, cfg: PipelineConfig, rules: dict[str, Rule], *, streaming: bool = True,
+               since_ms: int | None = None) -> None:
+    """Register the functions and the views (streaming, or a batch from `since_ms`) in `spark`."""
+    registry = RegistryClient(cfg.registry_url)
+    snapshot = take_snapshot(registry, cfg.subject_prefix)
+    inventory = enrich.read_inventory(spark, cfg.nodes_file)
+    events = pipeline_events(spark, cfg, snapshot, inventory, streaming=streaming, since_ms=since_ms)
+    register_functions(spark)
+    register_views(spark, events, snapshot, rules, bootstrap=cfg.bootstrap, subject_prefix=cfg.subject_prefix,
+                   lateness=cfg.lateness, registry=registry)
+
+
+def apply(cfg: PipelineConfig, path: Path, name: str | None) -> int:
+    sql = read_sql(path)
+    name = model.check_name(name or path.stem)
+    rules_store = store.RuleStore(cfg.bootstrap)
+    try:
+        rules = rules_store.latest_rules()
+        previous = rules.get(name)
+        if previous is None and len(rules) >= MAX_RULES:
+            raise RuleError(model.TOO_MANY_RULES, None, f"{len(rules)} rules stored, the limit is {MAX_RULES}: "
+                                                        "delete one first")
+        if previous is not None and previous.sql.strip() == sql.strip():
+            print(f"rule {name} unchanged: version {previous.version} stays")
+            return 0
+        spark = session()
+        live_views(spark, cfg, {n: r for n, r in rules.items() if n != name})
+        analysis = analyse(spark, sql)
+        schema_id = output.register_output(RegistryClient(cfg.registry_url), name, analysis.schema)
+        store.ensure_output_topic(cfg.bootstrap, name, compacted=bool(analysis.aggregation))
+        rule = Rule(name, sql, (previous.version + 1) if previous else 1, int(time.time() * 1000),
+                    f"{getpass.getuser()}@{socket.gethostname()}", schema_id, analysis.key_columns,
+                    analysis.aggregation, analysis.output_mode)
+        rules_store.put(rule)
+    finally:
+        rules_store.close()
+    kind = "aggregation" if rule.aggregation else "filter/routing"
+    print(f"applied rule {name} version {rule.version} ({kind}, {rule.output_mode} mode, keyed by "
+          f"{', '.join(rule.key_columns) or 'nothing'})")
+    print(f"output: topic {rule.topic}, subject {rule.subject}, schema id {schema_id}")
+    return 0
+
+
+def _ms(value: int | None) -> str:
+    if value is None:
+        return "-"
+    return datetime.fromtimestamp(value / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _status_line(status: RuleStatus | None, rule: Rule) -> str:
+    if status is None:
+        return "state: not reported yet (is the pipeline running?)"
+    stale = " (status of an older version)" if status.version != rule.version else ""
+    parts = [f"state: {status.state}{stale}", f"rows/s: {status.rows_per_s:.1f}",
+             f"last batch: {_ms(status.last_batch_at)}", f"lag: {'-' if status.lag is None else status.lag}"]
+    if status.fresh_start:
+        parts.append("fresh start (new checkpoint)")
+    if status.retry_at is not None:
+        parts.append(f"retry at {_ms(status.retry_at)}")
+    if status.error:
+        parts.append(f"error: {status.error}")
+    return ", ".join(parts)
+
+
+def list_rules(cfg: PipelineConfig) -> int:
+    rules_store = store.RuleStore(cfg.bootstrap)
+    try:
+        rules, statuses = rules_store.latest_rules(), rules_store.statuses()
+    finally:
+        rules_store.close()
+    print(f"{len(rules)} rule(s) of at most {MAX_RULES}")
+    for name, rule in sorted(rules.items()):
+        print(f"{name} v{rule.version} -> {rule.topic}: {_status_line(statuses.get(name), rule)}")
+    functions = load_functions()
+    print(f"{len(functions)} SQL function(s) installed")
+    for f in functions:
+        print(f"  {f.signature()}  [{f.source}]  {f.doc}")
+    return 0
+
+
+def show(cfg: PipelineConfig, name: str) -> int:
+    rules_store = store.RuleStore(cfg.bootstrap)
+    try:
+        rule = rules_store.latest_rules().get(model.check_name(name))
+        status = rules_store.statuses().get(name)
+    finally:
+        rules_store.close()
+    if rule is None:
+        print(f"no rule {name}", file=sys.stderr)
+        return NOT_FOUND
+    print(f"rule {rule.name} version {rule.version}, applied {_ms(rule.applied_at)} UTC by {rule.applied_by}")
+    print(f"kind: {'aggregation' if rule.aggregation else 'filter/routing'}, {rule.output_mode} mode, keyed by "
+          f"{', '.join(rule.key_columns) or 'nothing'}")
+    print(f"output: topic {rule.topic}, subject {rule.subject}, schema id {rule.output_schema_id}")
+    if rule.output_schema_id is not None:
+        got = RegistryClient(cfg.registry_url).call("GET", f"/schemas/ids/{rule.output_schema_id}")
+        print(f"schema: {got.get('schema') if isinstance(got, dict) else got}")
+    print(_status_line(status, rule))
+    print("sql:")
+    print(rule.sql.rstrip())
+    return 0
+
+
+def delete(cfg: PipelineConfig, name: str) -> int:
+    rules_store = store.RuleStore(cfg.bootstrap)
+    try:
+        if model.check_name(name) not in rules_store.latest_rules():
+            print(f"no rule {name}", file=sys.stderr)
+            return NOT_FOUND
+        rules_store.delete(name)
+    finally:
+        rules_store.close()
+    print(f"deleted rule {name} (the pipeline stops its query; topic {model.output_topic(name)} is kept)")
+    return 0
+
+
+def test(cfg: PipelineConfig, path: Path, minutes: int, rows: int) -> int:
+    if minutes <= 0 or rows <= 0:
+        raise RuleError(model.ANALYSIS_ERROR, None, "--minutes and --rows must be positive")
+    sql = read_sql(path)
+    rules_store = store.RuleStore(cfg.bootstrap)
+    try:
+        rules = rules_store.latest_rules()
+    finally:
+        rules_store.close()
+    spark = session()
+    live_views(spark, cfg, rules)
+    analyse(spark, sql)  # refused exactly as `apply` would
+    since = int(time.time() * 1000) - minutes * 60_000
+    live_views(spark, cfg, rules, streaming=False, since_ms=since)
+    result: DataFrame = analysed(spark, sql)
+    shown = result.limit(rows + 1).collect()
+    print(f"rule {path.name} over the events since {_ms(since)} UTC: {min(len(shown), rows)} row(s)"
+          f"{' (more not shown)' if len(shown) > rows else ''}")
+    for row in shown[:rows]:
+        print(json.dumps(row.asDict(recursive=True), default=str, sort_keys=False))
+    return 0
