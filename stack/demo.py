@@ -1,4 +1,5 @@
-"""`make demo`: the whole flow on the local stack: SDK producers -> gateway -> Kafka -> Spark live aggregates."""
+"""`make demo`: the whole flow on the local stack: SDK producers -> gateway -> Kafka -> Spark live aggregates, and a
+streaming SQL rule applied while it runs (`demo_rules.py`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import headwater
 
 from common.envfile import read_env
 from loadtest.events import EventFactory
+from stack import demo_rules
 from stack.config import REPO_ROOT, StackConfig
 
 
@@ -121,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.nodes} producer nodes send {args.rate:g} events/s each for {args.duration:g}s through the SDK")
         for t in threads:
             t.start()
+        rule = demo_rules.RuleApply(cfg.env_file)
+        rule.start()
         stop.wait(args.duration)
         stop.set()
         for t in threads:
@@ -130,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the pipeline keeps running for {args.drain:g}s so the last windows update")
         with contextlib.suppress(subprocess.TimeoutExpired):
             pipeline.wait(args.drain)
+        if rule.done.wait(300) and rule.ok.is_set() and pipeline.poll() is None:
+            demo_rules.show_output(env)
     except KeyboardInterrupt:
         stop.set()
     finally:

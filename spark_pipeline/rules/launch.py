@@ -12,8 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from confluent_kafka import KafkaError
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -21,41 +19,13 @@ from common.registry_client import RegistryClient
 from spark_pipeline import enrich
 from spark_pipeline.checkpoint import clear_interrupted_first_batch, hadoop_path
 from spark_pipeline.config import PipelineConfig, join
-from spark_pipeline.rules import functions, output, views
+from spark_pipeline.rules import functions, output, store, views
 from spark_pipeline.rules.manager import Started
 from spark_pipeline.rules.model import Rule
 from spark_pipeline.snapshot import SchemaSnapshot
 
 log = logging.getLogger("spark_pipeline.rules")
 POOL = "rules"  # the FAIR scheduler pool of rule queries (not in fairscheduler.xml: Spark's defaults, weight 1)
-
-
-def ensure_output_topic(bootstrap: str, rule: Rule, partitions: int, timeout_s: float = 30.0) -> bool:
-    """Create the rule's output topic if missing (True: created): compacted for an aggregation (its records are
-    keyed updates of a window and group, the latest one per key is the result), time-retained otherwise; as many
-    partitions as the events topic; replication factor min(3, brokers)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    meta = admin.list_topics(timeout=timeout_s)
-    if rule.topic in meta.topics:
-        return False
-    config = {"cleanup.policy": "compact"} if rule.output_mode == "update" else {}
-    new = NewTopic(rule.topic, num_partitions=max(1, partitions), replication_factor=max(1, min(3, len(meta.brokers))),
-                   config=config)
-    try:
-        admin.create_topics([new], operation_timeout=timeout_s, request_timeout=timeout_s)[rule.topic].result(timeout_s)
-    except Exception as exc:
-        err = exc.args[0] if exc.args else None
-        if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-            return False  # created meanwhile (by `rules apply` or another pipeline)
-        raise
-    log.info("rule %s: created its output topic %s", rule.name, rule.topic)
-    return True
-
-
-def topic_partitions(bootstrap: str, topic: str, timeout_s: float = 30.0) -> int:
-    meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=timeout_s)
-    found = meta.topics.get(topic)
-    return len(found.partitions) if found is not None and found.error is None else 1
 
 
 def query_name(rule: Rule) -> str:
@@ -98,7 +68,8 @@ class SparkLauncher:
     def start(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> Started:
         if rule.output_schema_id is None:
             raise ValueError(f"rule {rule.name} has no output schema: apply it again")
-        ensure_output_topic(self.cfg.bootstrap, rule, topic_partitions(self.cfg.bootstrap, self.cfg.events_topic))
+        # `rules apply` created it; again here in case it was deleted since (Kafka's auto-creation is off).
+        store.ensure_output_topic(self.cfg.bootstrap, rule.name, compacted=rule.aggregation)
         location = checkpoint(self.cfg, rule)
         fs, path = hadoop_path(self.spark, location)
         fresh = not fs.exists(path) and self.older_versions(rule)

@@ -110,6 +110,7 @@ class RuleManager:
         self.bad_ids: frozenset[int] = frozenset()
         self.snapshot: SchemaSnapshot | None = None
         self._stop = threading.Event()
+        self.stopped = False
         self._thread: threading.Thread | None = None
         self._next_status = 0.0
         self._next_registry = 0.0
@@ -124,6 +125,7 @@ class RuleManager:
         """Stop the thread, then every rule query (their checkpoints stay: the next start resumes them), and
         say so in their statuses."""
         self._stop.set()
+        self.stopped = True
         if self._thread is not None:
             self._thread.join(timeout_s)
         for slot in self.slots.values():
@@ -287,6 +289,11 @@ class RuleManager:
                 slot.snapshot = self.snapshot
                 log.info("rule %s: retrying (failure %d in a row)", slot.rule.name, slot.failures)
                 self._launch(slot)
+
+    def queries(self) -> dict[str, Any]:
+        """The started rule queries by rule name (each runs in the rule's own session: the pipeline session's
+        `spark.streams` does not list them)."""
+        return {name: slot.query for name, slot in list(self.slots.items()) if slot.query is not None}
 
     # -- status -------------------------------------------------------------------------------------------------
     def status(self, slot: Slot) -> RuleStatus:

@@ -100,13 +100,24 @@ def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, st
     return manager.start()
 
 
+_running: list[RuleManager] = []
+
+
+def running() -> list[RuleManager]:
+    """The rule managers started by `maybe_start` in this process and not stopped yet (tests and benchmarks look
+    at their queries)."""
+    return [m for m in _running if not m.stopped]
+
+
 def maybe_start(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, str]) -> RuleManager | None:
     """The manager, unless HEADWATER_RULES=0 or it cannot start (logged: the built-in queries run anyway)."""
     if not enabled(env):
         log.info("rules are off (HEADWATER_RULES=0)")
         return None
     try:
-        return start_manager(spark, cfg, env)
+        manager = start_manager(spark, cfg, env)
     except Exception:
         log.exception("the rule manager did not start; the built-in queries run without rules")
         return None
+    _running[:] = [*running(), manager]
+    return manager
