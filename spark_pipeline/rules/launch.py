@@ -94,10 +94,13 @@ class SparkLauncher:
         return any(s.getPath().getName() != f"v{rule.version}" for s in fs.listStatus(folder))
 
     def drop_checkpoints(self, name: str, keep_version: int | None = None) -> None:
-        """Delete the checkpoints of rule `name` (all versions, or all but `keep_version`)."""
+        """Delete the checkpoints of rule `name` (its whole folder, or every version but `keep_version`)."""
         fs, folder = hadoop_path(self.spark, join(rules_checkpoints(self.cfg), name))
         if not fs.exists(folder):
             return
+        if keep_version is None:
+            fs.delete(folder, True)
+            return
         for status in fs.listStatus(folder):
-            if keep_version is None or status.getPath().getName() != f"v{keep_version}":
+            if status.getPath().getName() != f"v{keep_version}":
                 fs.delete(status.getPath(), True)
