@@ -3,10 +3,12 @@
 - `events`: every decoded, deduplicated, enriched event: the envelope columns, `event_time` (the pipeline's
   watermarked event time), the enrichment (`region`, `datacenter`, `service` from the node inventory,
   `country` from the client IP, `browser`/`os`/`device` from the user agent), the typed helper columns
-  (`user_id`, `user_agent`, `metric_value`) and `properties` as a map<string,string> (nested values as JSON).
-- `<event_type>` (e.g. `page_view`): that type's events with the same columns, `properties` as the typed struct
-  of the registry's latest schema of the type, and each property also as a top-level column unless its name is
-  already a column of `events` (then it is only `properties.<name>`). Older writer versions are resolved to the
+  (`user_id`, `metric_value`, and `user_agent`: the event's, else the sender's HTTP header) and `properties` as
+  a map<string,string> (nested values as JSON).
+- `<event_type>` (e.g. `page_view`): that type's events with the same columns (but `user_id` and `metric_value`,
+  which come from the properties), `properties` as the typed struct of the registry's latest schema of the type,
+  and each property also as a top-level column unless its name is one of those columns (then it is only
+  `properties.<name>`, e.g. a server_metric's own `service`). Older writer versions are resolved to the
   latest by Avro when the pipeline decodes; `type_view_schema` gives the (schema id, struct) a view was built
   from, so the runtime re-registers the views when a new version appears.
 - `rule_<name>`: the output of rule `<name>` read from its topic and decoded by its registry schema (every
@@ -111,13 +113,14 @@ def events_view(enriched: DataFrame) -> DataFrame:
     return enriched.select(
         *ENVELOPE_COLUMNS, "event_time", props.alias("properties"), *ENRICHMENT_COLUMNS,
         F.col("ua.browser").alias("browser"), F.col("ua.os").alias("os"), F.col("ua.device").alias("device"),
-        *TYPED_HELPERS, "ingest_latency_ms", "properties_json")
+        "user_id", F.coalesce(F.col("user_agent"), F.col("header_user_agent")).alias("user_agent"), "metric_value",
+        "ingest_latency_ms", "properties_json")
 
 
 def type_view(events: DataFrame, event_type: str, props: StructType) -> DataFrame:
     """The view of one event type over `events_view` rows: typed `properties` and its top-level columns."""
     typed = F.from_json(F.col("properties_json"), props)
-    common = [c for c in EVENTS_COLUMNS if c not in ("properties", *TYPED_HELPERS)]
+    common = [c for c in EVENTS_COLUMNS if c not in ("properties", "user_id", "metric_value")]
     flat = [F.col("properties")[f.name].alias(f.name) for f in props.fields
             if f.name not in common and f.name != "properties" and _IDENTIFIER.fullmatch(f.name)]
     rows = events.where(F.col("event_type") == event_type).select(*common, typed.alias("properties"))

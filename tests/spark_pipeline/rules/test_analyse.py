@@ -25,12 +25,14 @@ def views(spark: SparkSession) -> Views:
     """The streaming views over the catalog's schemas (the Kafka source is only planned, never started)."""
     from spark_pipeline import enrich
     from spark_pipeline.config import PipelineConfig
+    from spark_pipeline.rules.functions import register_functions
     from spark_pipeline.rules.views import pipeline_events, register_views
     from tests.spark_pipeline.frames import catalog_snapshot
 
     snapshot, _ = catalog_snapshot()
     cfg = PipelineConfig(bootstrap="127.0.0.1:9")
     events = pipeline_events(spark, cfg, snapshot, enrich.read_inventory(spark, None), streaming=True)
+    register_functions(spark)
     return register_views(spark, events, snapshot, {}, bootstrap=cfg.bootstrap)
 
 

@@ -7,9 +7,9 @@ import sys
 import types
 from importlib.metadata import EntryPoint
 
+import headwater_sql_functions.functions as shipped
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
-from headwater_sql_functions import functions as shipped
 
 from spark_pipeline.rules import functions
 from spark_pipeline.rules.sql_function import ENTRY_POINT_GROUP, sql_function
