@@ -1,6 +1,7 @@
 """Rules benchmark (not a test): created_at -> rule output latency, apply -> running query, cost of N running rules.
 
-    python -m bench.rules [--seconds 30] [--rate 200] [--cost-events 20000] [--cost-rules 0,5,20] [--env-file PATH]
+    python -m bench.rules [--seconds 30] [--rate 200] [--drain 120] [--cost-events 20000] [--cost-rules 0,5,20]
+        [--skip-latency] [--env-file PATH]
 
 Against the running stack (`make up`; endpoints from `.headwater/stack.env`), with the pipeline (`job.run`, live
 queries and the rule manager) in this process on Spark local[2]:
@@ -158,7 +159,7 @@ def consume_output(cfg: PipelineConfig, topic: str, arrivals: dict[str, tuple[in
 
 
 def latency_phase(spark: SparkSession, env: dict[str, str], cfg: PipelineConfig, store: RuleStore, *,
-                  seconds: float, rate: int) -> dict[str, Any]:
+                  seconds: float, rate: int, drain: float) -> dict[str, Any]:
     producers = [str(uuid.uuid4()) for _ in range(4)]
     name = f"bench_route_{uuid.uuid4().hex[:6]}"
     ids = ", ".join(f"'{p}'" for p in producers)
@@ -179,7 +180,7 @@ def latency_phase(spark: SparkSession, env: dict[str, str], cfg: PipelineConfig,
         reader.start()
         ready.wait(30)
         sent = send(env, producers, seconds=seconds, rate=rate)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + drain
         while time.monotonic() < deadline and len(arrivals) < len(sent):
             time.sleep(0.5)
         stop.set()
@@ -259,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.rules", description=__doc__)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rate", type=int, default=200)
+    parser.add_argument("--drain", type=float, default=120.0, help="seconds to wait for the last outputs")
+    parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--cost-events", type=int, default=20_000)
     parser.add_argument("--cost-rules", default="0,5,20")
     parser.add_argument("--env-file", type=Path, default=REPO_ROOT / ".headwater" / "stack.env")
@@ -271,11 +274,14 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session("headwater-bench-rules")
     store = RuleStore(cfg.bootstrap)
     os.environ["HEADWATER_RULE_STARTING_OFFSETS"] = "latest"
-    latency = latency_phase(spark, env, cfg, store, seconds=args.seconds, rate=args.rate)
-    print(f"latency created_at -> rule output: p50 {latency['p50_ms']:.0f} ms, p99 {latency['p99_ms']:.0f} ms "
-          f"(goal p99 <= 2000 ms), {latency['events']} events at {args.rate}/s, {latency['missing']} missing")
-    print(f"apply: {latency['apply_s']} s (analysis, schema, store); query started {latency['apply_to_query_s']} s "
-          f"and running {latency['apply_to_running_s']} s after apply began")
+    load_before = os.getloadavg()[0]
+    latency: dict[str, Any] = {}
+    if not args.skip_latency:
+        latency = latency_phase(spark, env, cfg, store, seconds=args.seconds, rate=args.rate, drain=args.drain)
+        print(f"latency created_at -> rule output: p50 {latency['p50_ms']:.0f} ms, p99 {latency['p99_ms']:.0f} ms "
+              f"(goal p99 <= 2000 ms), {latency['events']} events at {args.rate}/s, {latency['missing']} missing")
+        print(f"apply: {latency['apply_s']} s (analysis, schema, store); query started "
+              f"{latency['apply_to_query_s']} s and running {latency['apply_to_running_s']} s after apply began")
     os.environ["HEADWATER_RULE_STARTING_OFFSETS"] = "earliest"
     cost = []
     for n in [int(x) for x in args.cost_rules.split(",")]:
@@ -287,8 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     for row in cost:
         row["vs_first"] = round(row["events_per_s"] / base, 3) if base else None
     spark.stop()
+    # The host's 1-minute load average around the run: figures from a shared 2-core host move with it.
+    load = {"before": round(load_before, 1), "after": round(os.getloadavg()[0], 1), "cores": os.cpu_count()}
     print(json.dumps({"bench": "rules", "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
-                      "latency": latency, "cost": cost}))
+                      "latency": latency, "cost": cost, "load_average": load}))
     return 0
 
 
