@@ -118,8 +118,8 @@ def wait(what: str, check: Any, timeout_s: float) -> Any:
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-def percentile(values: list[int], q: float) -> float:
-    return float(values[min(len(values) - 1, int(q * len(values)))]) if values else float("nan")
+def percentile(values: list[int], q: float) -> float | None:
+    return float(values[min(len(values) - 1, int(q * len(values)))]) if values else None
 
 
 def post(env: dict[str, str], events: list[dict[str, Any]]) -> None:
@@ -190,7 +190,7 @@ def latency_phase(spark: SparkSession, env: dict[str, str], cfg: PipelineConfig,
                 "apply_to_running_s": round(to_running, 2), "events": len(sent),
                 "missing": sum(1 for i in sent if i not in arrivals), "rate": rate,
                 "p50_ms": percentile(latencies, 0.5), "p99_ms": percentile(latencies, 0.99),
-                "max_ms": float(latencies[-1]) if latencies else float("nan"), "goal_p99_ms": 2000}
+                "max_ms": float(latencies[-1]) if latencies else None, "goal_p99_ms": 2000}
     finally:
         if rule is not None:
             store.delete(name)
@@ -278,13 +278,13 @@ def main(argv: list[str] | None = None) -> int:
     latency: dict[str, Any] = {}
     if not args.skip_latency:
         latency = latency_phase(spark, env, cfg, store, seconds=args.seconds, rate=args.rate, drain=args.drain)
-        print(f"latency created_at -> rule output: p50 {latency['p50_ms']:.0f} ms, p99 {latency['p99_ms']:.0f} ms "
+        print(f"latency created_at -> rule output: p50 {latency['p50_ms']} ms, p99 {latency['p99_ms']} ms "
               f"(goal p99 <= 2000 ms), {latency['events']} events at {args.rate}/s, {latency['missing']} missing")
         print(f"apply: {latency['apply_s']} s (analysis, schema, store); query started "
               f"{latency['apply_to_query_s']} s and running {latency['apply_to_running_s']} s after apply began")
     os.environ["HEADWATER_RULE_STARTING_OFFSETS"] = "earliest"
     cost = []
-    for n in [int(x) for x in args.cost_rules.split(",")]:
+    for n in [int(x) for x in args.cost_rules.split(",") if x.strip()]:
         row = cost_phase(spark, cfg, store, encoder, n=n, events=args.cost_events)
         cost.append(row)
         print(f"{n:>3} rules: {row['events_per_s']} events/s through every query ({row['seconds']} s for "
