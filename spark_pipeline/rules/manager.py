@@ -219,7 +219,10 @@ class RuleManager:
             if q is None:
                 continue
             if not q.isActive:
-                exc = q.exception()
+                try:
+                    exc = q.exception()
+                except Exception as raised:  # pyspark failing to convert the error must not stop the round
+                    exc = raised
                 ids = unknown_schema_ids(exc) if exc is not None else set()
                 if ids:  # not the rule's fault: restart it from its checkpoint once the snapshot has the ids
                     unknown = (unknown or set()) | ids
@@ -228,7 +231,11 @@ class RuleManager:
                 else:
                     self._fail(slot, error_chain(exc) if exc is not None else "the query stopped by itself")
                 continue
-            h = health(q.lastProgress, self.watermarks)
+            try:
+                h = health(q.lastProgress, self.watermarks)
+            except Exception as exc:  # one query's odd progress report must not stop the others' round
+                log.warning("rule %s: unreadable progress: %s", slot.rule.name, exc)
+                continue
             if h.batch_id is None:
                 continue  # no progress report yet
             slot.rows_per_s, slot.lag = h.rows_per_s, h.lag

@@ -100,6 +100,26 @@ def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, st
     return manager.start()
 
 
+# pyspark names the loggers its exceptions log through with a process-wide logging.setLoggerClass swap that is not
+# thread-safe: a plain Logger under one of these names (seen here when threads raced) makes pyspark raise TypeError
+# ("unexpected keyword argument 'errorClass'") while converting any Java exception with a SQL context, so a failed
+# rule query's exception() itself raised. Created properly, once, before the manager's thread starts.
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def ensure_pyspark_loggers() -> None:
+    from pyspark.logger import PySparkLogger  # noqa: PLC0415 - pyspark's logging module, only needed here
+
+    for name in PYSPARK_ERROR_LOGGERS:
+        current = logging.Logger.manager.loggerDict.get(name)
+        if isinstance(current, (PySparkLogger, logging.PlaceHolder)):
+            continue
+        logger = PySparkLogger(name)
+        logger.parent = logging.getLogger()
+        logger.propagate = False
+        logging.Logger.manager.loggerDict[name] = logger
+
+
 _running: list[RuleManager] = []
 
 
@@ -115,6 +135,7 @@ def maybe_start(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, str]
         log.info("rules are off (HEADWATER_RULES=0)")
         return None
     try:
+        ensure_pyspark_loggers()
         manager = start_manager(spark, cfg, env)
     except Exception:
         log.exception("the rule manager did not start; the built-in queries run without rules")

@@ -262,3 +262,20 @@ def test_health_and_error_chain_read_pyspark_shapes() -> None:
     assert health(None, Marks()).batch_id is None
     h = health({"batchId": 4, "sources": [{"endOffset": '{"t": {"0": 95}}'}]}, Marks())
     assert (h.batch_id, h.lag) == (4, 5)
+
+
+def test_a_query_whose_error_cannot_be_read_is_failed_and_the_round_goes_on() -> None:
+    class Unreadable(FakeQuery):
+        def exception(self) -> Exception | None:
+            raise TypeError("Logger._log() got an unexpected keyword argument 'errorClass'")
+
+    h = Harness()
+    h.apply(rule("a"), rule("b"))
+    h.tick()
+    broken = Unreadable("rule.a.v1")
+    broken.isActive = False
+    h.manager.slots["a"].query = broken
+    h.launcher.started[1].progress(0)
+    h.tick()
+    assert h.statuses.last("a").state == "failed" and "errorClass" in (h.statuses.last("a").error or "")
+    assert h.statuses.last("b").state == "running"
