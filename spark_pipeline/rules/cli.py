@@ -113,6 +113,7 @@ def apply(cfg: PipelineConfig, path: Path, name: str | None) -> int:
         if previous is not None and previous.sql.strip() == sql.strip():
             print(f"rule {name} unchanged: version {previous.version} stays")
             return 0
+        model.check_acyclic(name, sql, rules)
         spark = session()
         live_views(spark, cfg, {n: r for n, r in rules.items() if n != name})
         analysis = analyse(spark, sql)

@@ -49,10 +49,11 @@ TOO_LARGE = "too_large"
 INCOMPATIBLE_OUTPUT = "incompatible_output"
 BAD_NAME = "bad_name"
 INVALID_COLUMN = "invalid_column"
+RULE_CYCLE = "rule_cycle"
 ANALYSIS_ERROR = "analysis_error"
 CODES = (SYNTAX_ERROR, UNKNOWN_VIEW, UNKNOWN_COLUMN, UNKNOWN_FUNCTION, TYPE_ERROR, UNBOUNDED_AGGREGATION,
          UNBOUNDED_JOIN, UNSUPPORTED, NOT_A_SELECT, TOO_MANY_RULES, TOO_LARGE, INCOMPATIBLE_OUTPUT, BAD_NAME,
-         INVALID_COLUMN, ANALYSIS_ERROR)
+         INVALID_COLUMN, RULE_CYCLE, ANALYSIS_ERROR)
 
 
 class RuleError(ValueError):
@@ -79,6 +80,33 @@ def check_name(name: str) -> str:
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise RuleError(BAD_NAME, None, f"rule name {name!r} must match ^{NAME_PATTERN.pattern}$")
     return name
+
+
+_RULE_REFERENCE = re.compile(r"\brule[_.]([a-z][a-z0-9_]{0,62})\b", re.IGNORECASE)
+
+
+def referenced_rules(sql: str) -> set[str]:
+    """The rule names whose output views (`rule_<name>`, `rule.<name>`) `sql` mentions."""
+    return {m.group(1).lower() for m in _RULE_REFERENCE.finditer(sql)}
+
+
+def check_acyclic(name: str, sql: str, rules: dict[str, Rule]) -> None:
+    """RuleError(rule_cycle) when rule `name` with `sql` would read, through other rules, its own output."""
+    seen: set[str] = set()
+    path: list[str] = [name]
+
+    def visit(reads: set[str]) -> None:
+        for other in sorted(reads):
+            if other == name:
+                raise RuleError(RULE_CYCLE, None, f"rules would read their own output: {' -> '.join([*path, name])}")
+            if other in seen or other not in rules:
+                continue
+            seen.add(other)
+            path.append(other)
+            visit(referenced_rules(rules[other].sql))
+            path.pop()
+
+    visit(referenced_rules(sql))
 
 
 def output_topic(name: str) -> str:

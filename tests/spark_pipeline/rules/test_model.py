@@ -76,3 +76,15 @@ def test_rule_error_text() -> None:
     assert set(model.CODES) >= {"syntax_error", "unknown_view", "unknown_column", "unknown_function", "type_error",
                                 "unbounded_aggregation", "unbounded_join", "not_a_select", "too_many_rules",
                                 "incompatible_output"}
+
+
+def test_rule_cycles_are_refused() -> None:
+    stored = {"a": rule(name="a", sql="SELECT * FROM rule_b"), "b": rule(name="b", sql="SELECT * FROM `rule.c`"),
+              "c": rule(name="c", sql="SELECT * FROM purchase")}
+    assert model.referenced_rules("SELECT * FROM rule_b JOIN `rule.c` ON 1 = 1") == {"b", "c"}
+    model.check_acyclic("d", "SELECT * FROM rule_a", stored)  # d -> a -> b -> c: fine
+    with pytest.raises(RuleError) as err:
+        model.check_acyclic("c", "SELECT * FROM rule_a", stored)
+    assert err.value.code == model.RULE_CYCLE and "c -> a -> b -> c" in err.value.message
+    with pytest.raises(RuleError):
+        model.check_acyclic("x", "SELECT * FROM rule_x", {})
