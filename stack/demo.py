@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"(Spark's log: {log_path})")
     pipeline = subprocess.Popen([sys.executable, "-m", "spark_pipeline", "--env-file", str(cfg.env_file), "run",
                                  "--console", "--output", str(outputs)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)  # noqa: PLW1509 - no thread runs yet
+                                stderr=subprocess.STDOUT, env=demo_rules.pipeline_env(),
+                                preexec_fn=_die_with_parent)  # noqa: PLW1509 - no thread runs yet
     output = PipelineOutput(cast(IO[bytes], pipeline.stdout), log_path)  # stdout=PIPE: never None
     fleet = Fleet(env, args.rate, cfg.state_dir / "demo-spool")
     stop, totals = fleet.stop, fleet.totals
@@ -120,11 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         # Spark takes 20-40 s to start on 2 cores; producing starts once the queries run.
         if not output.started.wait(180) and pipeline.poll() is not None:
             raise SystemExit(f"the pipeline exited ({pipeline.returncode}); see {log_path}")
+        rule = demo_rules.RuleApply(cfg.env_file)
+        rule.start()
         print(f"{args.nodes} producer nodes send {args.rate:g} events/s each for {args.duration:g}s through the SDK")
         for t in threads:
             t.start()
-        rule = demo_rules.RuleApply(cfg.env_file)
-        rule.start()
         stop.wait(args.duration)
         stop.set()
         for t in threads:
