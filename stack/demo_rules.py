@@ -110,8 +110,8 @@ def show_output(env: dict[str, str], wait_s: float = 90.0, top: int = 10) -> Non
     best = sorted((r for r in rows.values() if r["window"]["start"] == shown), key=lambda r: -int(r["views"]))[:top]
     print(f"rule {RULE_NAME}: {len(rows)} (window, region, path) rows in {topic}; top pages of the minute "
           f"{shown:%H:%M} UTC, read back from Kafka:")
-    print(f"  {'region':<10} {'path':<32} {'views':>6} {'sessions':>8}")
+    print(f"  {'region':<10} {'path':<42} {'views':>6} {'sessions':>8}")
     for r in best:
-        print(f"  {r['region']!s:<10} {r['path']!s:<32} {r['views']:>6} {r['sessions']:>8}")
+        print(f"  {r['region']!s:<10} {r['path']!s:<42} {r['views']:>6} {r['sessions']:>8}")
     print(f"  (rules list: .venv/bin/python -m spark_pipeline rules list; remove it: .venv/bin/python -m "
           f"spark_pipeline rules delete {RULE_NAME})")
