@@ -11,6 +11,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 .PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
 	setup-haproxy test-cluster chaos-cluster bench-replication
+	bench bench-spark bench-rules bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos
 
 setup:
 	@bash stack/setup.sh
@@ -110,6 +111,10 @@ bench-peers: setup
 # Not a test: the Spark pipeline's throughput and latency against the running stack (`make up` first).
 bench-spark: setup
 	@$(PY) -m bench.spark
+
+# Not a test: rule latency (created_at -> rule output), apply -> running query, cost of 0/5/20 rules (`make up` first).
+bench-rules: setup
+	@$(PY) -m bench.rules
 
 # docs/benchmarks/*.md from the JSON lines the benchmarks print (docs/benchmarks/README.md).
 benchmarks-doc: setup

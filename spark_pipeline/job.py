@@ -7,12 +7,14 @@ the aggregates topic), `aggregates_final` (append mode, exact final windows to P
 supervisor loop (`supervisor.py`) watches them: a batch that meets an unknown schema id fails before it
 commits; the loop then takes a new registry snapshot and restarts every query from its checkpoint, so a
 version registered while the job runs is picked up without restarting the process. The registry is also
-polled, so a new latest (reader) version is adopted the same way.
+polled, so a new latest (reader) version is adopted the same way. Beside them (not with `--available-now`, not in
+the `files` group) the rule manager runs each streaming SQL rule as a query of its own (`spark_pipeline/rules/`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -27,6 +29,7 @@ from spark_pipeline import aggregate, decode, enrich, extract, load
 from spark_pipeline.audit import idle_batch_settings, loss_audit_stream
 from spark_pipeline.checkpoint import clear_interrupted_first_batch, hadoop_path
 from spark_pipeline.config import PipelineConfig, join
+from spark_pipeline.rules import runtime
 from spark_pipeline.session import NO_DATA_BATCHES, build_session, query_conf
 from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
 from spark_pipeline.supervisor import stop_all, supervise
@@ -155,22 +158,28 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
     registry = RegistryClient(cfg.registry_url)
     aggregate_id = registry.register(cfg.aggregate_subject, load.AGGREGATE_SCHEMA_JSON)
     bad: frozenset[int] = frozenset()
-    while True:
-        snapshot = take_snapshot(registry, cfg.subject_prefix, bad)
-        log.info("decoding %d writer schemas of %d subjects", len(snapshot.writers), len(snapshot.readers))
-        queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now, group=group)
-        for q in queries:
-            log.info("started query %s (checkpoint %s)", q.name, join(cfg.checkpoint_dir, str(q.name)))
-        try:
-            unknown = supervise(queries, partial(take_snapshot, registry, cfg.subject_prefix, snapshot.bad_ids),
-                                snapshot, cfg.registry_poll_s, available_now)
-        except BaseException:
-            stop_all(queries)
-            raise
-        if unknown is None:
-            return
-        fresh = take_snapshot(registry, cfg.subject_prefix)
-        bad = frozenset(bad | {i for i in unknown if i not in fresh.writers})
+    # The streaming SQL rules (spark_pipeline/rules/, docs/rules-runtime.md) run beside the built-in queries.
+    rules = None if available_now or group == "files" else runtime.maybe_start(spark, cfg, os.environ)
+    try:
+        while True:
+            snapshot = take_snapshot(registry, cfg.subject_prefix, bad)
+            log.info("decoding %d writer schemas of %d subjects", len(snapshot.writers), len(snapshot.readers))
+            queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now, group=group)
+            for q in queries:
+                log.info("started query %s (checkpoint %s)", q.name, join(cfg.checkpoint_dir, str(q.name)))
+            try:
+                unknown = supervise(queries, partial(take_snapshot, registry, cfg.subject_prefix, snapshot.bad_ids),
+                                    snapshot, cfg.registry_poll_s, available_now)
+            except BaseException:
+                stop_all(queries)
+                raise
+            if unknown is None:
+                return
+            fresh = take_snapshot(registry, cfg.subject_prefix)
+            bad = frozenset(bad | {i for i in unknown if i not in fresh.writers})
+    finally:
+        if rules is not None:
+            rules.stop()
 
 
 def replay(cfg: PipelineConfig, output: str, starting: str = "earliest", ending: str = "latest",

@@ -1,4 +1,5 @@
-"""`make demo`: the whole flow on the local stack: SDK producers -> gateway -> Kafka -> Spark live aggregates."""
+"""`make demo`: the whole flow on the local stack: SDK producers -> gateway -> Kafka -> Spark live aggregates, and a
+streaming SQL rule applied while it runs (`demo_rules.py`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import headwater
 
 from common.envfile import read_env
 from loadtest.events import EventFactory
+from stack import demo_rules
 from stack.config import REPO_ROOT, StackConfig
 
 
@@ -109,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"(Spark's log: {log_path})")
     pipeline = subprocess.Popen([sys.executable, "-m", "spark_pipeline", "--env-file", str(cfg.env_file), "run",
                                  "--console", "--output", str(outputs)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)  # noqa: PLW1509 - no thread runs yet
+                                stderr=subprocess.STDOUT, env=demo_rules.pipeline_env(),
+                                preexec_fn=_die_with_parent)  # noqa: PLW1509 - no thread runs yet
     output = PipelineOutput(cast(IO[bytes], pipeline.stdout), log_path)  # stdout=PIPE: never None
     fleet = Fleet(env, args.rate, cfg.state_dir / "demo-spool")
     stop, totals = fleet.stop, fleet.totals
@@ -118,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         # Spark takes 20-40 s to start on 2 cores; producing starts once the queries run.
         if not output.started.wait(180) and pipeline.poll() is not None:
             raise SystemExit(f"the pipeline exited ({pipeline.returncode}); see {log_path}")
+        rule = demo_rules.RuleApply(cfg.env_file)
+        rule.start()
         print(f"{args.nodes} producer nodes send {args.rate:g} events/s each for {args.duration:g}s through the SDK")
         for t in threads:
             t.start()
@@ -130,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the pipeline keeps running for {args.drain:g}s so the last windows update")
         with contextlib.suppress(subprocess.TimeoutExpired):
             pipeline.wait(args.drain)
+        if rule.done.wait(300) and rule.ok.is_set() and pipeline.poll() is None:
+            demo_rules.show_output(env)
     except KeyboardInterrupt:
         stop.set()
     finally:

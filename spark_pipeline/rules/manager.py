@@ -1,0 +1,335 @@
+"""The rule manager inside the running pipeline: follows the rules topic and keeps one streaming query per rule.
+
+A background thread (`RuleManager.start()`) reads `_headwater_rules` from its beginning, then every `poll_s`:
+starts the query of a new rule, replaces the query of a changed one (new version: fresh checkpoint, said in the
+status and the log), stops a deleted one (its checkpoints removed); watches every query (a failure marks the
+rule `failed` with its cause chain and retries it with exponential backoff; a rule whose state outgrows
+MAX_STATE_ROWS is stopped and failed, not retried); follows the registry (a new schema version restarts the
+rules from their checkpoints, see `_adopt`); and writes each rule's `RuleStatus` to `_headwater_rules_status`
+every `status_s` and on every change. The built-in queries never depend on it: whatever a rule does, the
+manager only ever stops or starts rule queries. docs/rules-runtime.md describes the behaviour.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pyspark.sql.types import StructType
+
+from spark_pipeline.rules.model import MAX_RULES, MAX_STATE_ROWS, TOO_MANY_RULES, Rule, RuleStatus, State
+from spark_pipeline.rules.progress import HighWatermarks, error_chain, health
+from spark_pipeline.snapshot import SchemaSnapshot
+from spark_pipeline.supervisor import unknown_schema_ids
+
+log = logging.getLogger("spark_pipeline.rules")
+
+
+@dataclass(frozen=True)
+class Started:
+    """A started rule query and what it was built from."""
+
+    query: Any  # a pyspark StreamingQuery
+    schema: StructType  # the rule's result columns (before encoding)
+    fresh_start: bool  # a new checkpoint while one of an older version existed
+
+
+class Launcher(Protocol):
+    """Starts rule queries (`launch.SparkLauncher`; a fake in unit tests)."""
+
+    def start(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> Started: ...
+    def output_schema(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> StructType: ...
+    def drop_checkpoints(self, name: str, keep_version: int | None = None) -> None: ...
+
+
+class RuleSource(Protocol):
+    """The rules topic: the rules changed since the last call (None: deleted); `store.TopicFollower`."""
+
+    def read_to_end(self) -> Mapping[str, Rule | None]: ...
+
+
+class StatusSink(Protocol):
+    """The status topic (`store.RuleStore`)."""
+
+    def put_status(self, status: RuleStatus) -> None: ...
+    def delete_status(self, name: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The manager's timings and limits (HEADWATER_RULE_* variables, docs/rules-runtime.md)."""
+
+    poll_s: float = 1.0  # how often the rules topic and the queries are looked at
+    status_s: float = 5.0  # statuses are written this often, and on every change
+    registry_poll_s: float = 30.0
+    backoff_s: float = 5.0  # first retry delay; doubles per failure in a row
+    backoff_max_s: float = 300.0
+    max_rules: int = MAX_RULES
+    max_state_rows: int = MAX_STATE_ROWS
+
+
+@dataclass
+class Slot:
+    """One rule as the manager runs it."""
+
+    rule: Rule
+    snapshot: SchemaSnapshot
+    query: Any = None  # a StreamingQuery while started
+    schema: StructType | None = None
+    state: State = "starting"
+    error: str | None = None
+    failures: int = 0
+    retry_at: float | None = None  # epoch s
+    fresh_start: bool = False
+    started_at: float = 0.0
+    rows_per_s: float = 0.0
+    last_batch_at: int | None = None
+    batch_id: int | None = None
+    lag: int | None = None
+    changed: bool = True
+
+
+def _now() -> float:
+    return time.time()
+
+
+class RuleManager:
+    """Keeps one query per stored rule; see the module doc. Thread-safe to `stop()` from any thread."""
+
+    def __init__(self, source: RuleSource, launcher: Launcher, statuses: StatusSink,
+                 take_snapshot: Callable[[frozenset[int]], SchemaSnapshot], *, watermarks: HighWatermarks,
+                 settings: Settings = Settings(), clock: Callable[[], float] = _now) -> None:
+        self.source, self.launcher, self.statuses = source, launcher, statuses
+        self.take_snapshot, self.watermarks, self.settings, self.clock = take_snapshot, watermarks, settings, clock
+        self.rules: dict[str, Rule] = {}
+        self.slots: dict[str, Slot] = {}
+        self.bad_ids: frozenset[int] = frozenset()
+        self.snapshot: SchemaSnapshot | None = None
+        self._stop = threading.Event()
+        self.stopped = False
+        self._thread: threading.Thread | None = None
+        self._next_status = 0.0
+        self._next_registry = 0.0
+
+    # -- the thread ---------------------------------------------------------------------------------------------
+    def start(self) -> RuleManager:
+        self._thread = threading.Thread(target=self._run, name="headwater-rule-manager", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 120.0) -> None:
+        """Stop the thread, then every rule query (their checkpoints stay: the next start resumes them), and
+        say so in their statuses."""
+        self._stop.set()
+        self.stopped = True
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        for slot in self.slots.values():
+            self._stop_query(slot)
+            slot.state, slot.rows_per_s, slot.retry_at = "stopped", 0.0, None
+            self._put(slot)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception:  # never let one bad round end the manager (the built-in queries go on anyway)
+                log.exception("rule manager round failed; retrying")
+            self._stop.wait(self.settings.poll_s)
+
+    # -- one round ------------------------------------------------------------------------------------------------
+    def tick(self) -> None:
+        """One round: read rule changes, reconcile, watch the queries, follow the registry, report."""
+        if self.snapshot is None:
+            self.snapshot = self.take_snapshot(self.bad_ids)
+            self._next_registry = self.clock() + self.settings.registry_poll_s
+        for name, rule in self.source.read_to_end().items():
+            if rule is None:
+                self.rules.pop(name, None)
+            else:
+                self.rules[name] = rule
+        self._reconcile()
+        unknown = self._watch()
+        if unknown is not None or self.clock() >= self._next_registry:
+            self._refresh(unknown or set())
+        self._retry()
+        self._report()
+
+    def _reconcile(self) -> None:
+        for name in [n for n in self.slots if n not in self.rules]:
+            slot = self.slots.pop(name)
+            self._stop_query(slot)
+            self.launcher.drop_checkpoints(name)
+            log.info("rule %s deleted: query stopped, checkpoints removed", name)
+            try:
+                self.statuses.delete_status(name)
+            except Exception as exc:
+                log.warning("cannot delete the status of rule %s: %s", name, exc)
+        allowed = sorted(self.rules.values(), key=lambda r: (r.applied_at, r.name))[: self.settings.max_rules]
+        for rule in sorted(self.rules.values(), key=lambda r: (r.applied_at, r.name)):
+            old = self.slots.get(rule.name)
+            if old is not None and old.rule == rule:
+                continue
+            assert self.snapshot is not None
+            if old is not None:
+                self._stop_query(old)
+                log.info("rule %s replaced by version %d: stopping version %d", rule.name, rule.version,
+                         old.rule.version)
+            slot = self.slots[rule.name] = Slot(rule, self.snapshot)
+            if rule in allowed:
+                self._launch(slot)
+            else:
+                self._fail(slot, f"{TOO_MANY_RULES}: over {self.settings.max_rules} rules in this pipeline; "
+                                 "delete one", retry=False)
+
+    def _launch(self, slot: Slot) -> None:
+        try:
+            started = self.launcher.start(slot.rule, slot.snapshot, self.rules)
+        except Exception as exc:
+            self._fail(slot, error_chain(exc))
+            return
+        slot.query, slot.schema, slot.started_at = started.query, started.schema, self.clock()
+        slot.state, slot.error, slot.retry_at, slot.changed = "starting", None, None, True
+        if started.fresh_start:
+            slot.fresh_start = True
+            log.warning("rule %s version %d starts fresh: a new checkpoint, from the %s offsets of the events "
+                        "topic (the previous version's checkpoint is removed)", slot.rule.name, slot.rule.version,
+                        "configured starting")
+            self.launcher.drop_checkpoints(slot.rule.name, keep_version=slot.rule.version)
+        log.info("rule %s version %d: query %s started", slot.rule.name, slot.rule.version, started.query.name)
+
+    def _fail(self, slot: Slot, error: str, retry: bool = True) -> None:
+        self._stop_query(slot)
+        slot.failures += 1
+        delay = min(self.settings.backoff_max_s, self.settings.backoff_s * 2 ** (slot.failures - 1))
+        slot.state, slot.error, slot.changed = "failed", error, True
+        slot.retry_at = self.clock() + delay if retry else None
+        log.error("rule %s version %d failed (%d in a row)%s: %s", slot.rule.name, slot.rule.version, slot.failures,
+                  f"; retry in {delay:.0f}s" if retry else "; not retried", error)
+
+    def _watch(self) -> set[int] | None:
+        """Look at every started query; the schema ids some met that the snapshot lacks (None: none did)."""
+        unknown: set[int] | None = None
+        for slot in self.slots.values():
+            q = slot.query
+            if q is None:
+                continue
+            if not q.isActive:
+                try:
+                    exc = q.exception()
+                except Exception as raised:  # pyspark failing to convert the error must not stop the round
+                    exc = raised
+                ids = unknown_schema_ids(exc) if exc is not None else set()
+                if ids:  # not the rule's fault: restart it from its checkpoint once the snapshot has the ids
+                    unknown = (unknown or set()) | ids
+                    slot.query = None
+                    log.warning("rule %s met unknown schema ids %s: refreshing the snapshot", slot.rule.name, ids)
+                else:
+                    self._fail(slot, error_chain(exc) if exc is not None else "the query stopped by itself")
+                continue
+            try:
+                h = health(q.lastProgress, self.watermarks)
+            except Exception as exc:  # one query's odd progress report must not stop the others' round
+                log.warning("rule %s: unreadable progress: %s", slot.rule.name, exc)
+                continue
+            if h.batch_id is None:
+                continue  # no progress report yet
+            slot.rows_per_s, slot.lag = h.rows_per_s, h.lag
+            if slot.state == "starting":
+                slot.state, slot.changed = "running", True
+            if h.batch_id != slot.batch_id or h.input_rows:
+                slot.batch_id, slot.last_batch_at = h.batch_id, h.last_batch_at
+                if slot.failures and (h.last_batch_at or 0) / 1000 > slot.started_at:
+                    slot.failures = 0  # a batch went through since the retry: the next failure waits backoff_s
+            if h.state_rows > self.settings.max_state_rows:
+                self._fail(slot, f"state_limit: {h.state_rows} rows of state > {self.settings.max_state_rows} "
+                                 "(HEADWATER_RULE_MAX_STATE_ROWS): narrow the windows or the keys, or lower the "
+                                 "lateness", retry=False)
+        return unknown
+
+    def _refresh(self, unknown: set[int]) -> None:
+        """Take a new snapshot; adopt it in every rule if it differs (or a query met ids the old one lacked)."""
+        self._next_registry = self.clock() + self.settings.registry_poll_s
+        fresh = self.take_snapshot(self.bad_ids)
+        missing = {i for i in unknown if i not in fresh.writers}
+        if missing:  # ids the registry does not know either: the decoder treats them as dead letters
+            self.bad_ids = frozenset(self.bad_ids | missing)
+            fresh = self.take_snapshot(self.bad_ids)
+        assert self.snapshot is not None
+        if fresh.fingerprint() == self.snapshot.fingerprint() and not unknown:
+            return
+        self.snapshot = fresh
+        for slot in self.slots.values():
+            if slot.state != "failed":  # a failed rule takes the current snapshot when it is retried
+                self._adopt(slot, fresh)
+
+    def _adopt(self, slot: Slot, fresh: SchemaSnapshot) -> None:
+        """Restart `slot` from its checkpoint over `fresh`. If the new latest versions would change the rule's
+        output columns, the rule keeps reading each type through the version it started with (new writer ids
+        are still decoded, resolved to that version by Avro); re-apply it under a new name to adopt them."""
+        snap = fresh
+        try:
+            planned = self.launcher.output_schema(slot.rule, fresh, self.rules)
+            changed = slot.schema is not None and planned != slot.schema
+        except Exception as exc:
+            changed = True
+            log.warning("rule %s does not plan over the new schema versions (%s)", slot.rule.name, error_chain(exc))
+        if changed:
+            readers = {s: slot.snapshot.readers.get(s, w) for s, w in fresh.readers.items()}
+            snap = SchemaSnapshot(fresh.writers, readers, fresh.bad_ids)
+            log.warning("rule %s keeps the schema versions it started with: the new ones would change its output "
+                        "columns (re-apply it under a new name to adopt them)", slot.rule.name)
+        self._stop_query(slot)
+        slot.snapshot = snap
+        log.info("rule %s: restarting from its checkpoint for new schema versions", slot.rule.name)
+        self._launch(slot)
+
+    def _retry(self) -> None:
+        now = self.clock()
+        for slot in self.slots.values():
+            if slot.state == "failed" and slot.retry_at is not None and now >= slot.retry_at:
+                assert self.snapshot is not None
+                slot.snapshot = self.snapshot
+                log.info("rule %s: retrying (failure %d in a row)", slot.rule.name, slot.failures)
+                self._launch(slot)
+
+    def queries(self) -> dict[str, Any]:
+        """The started rule queries by rule name (each runs in the rule's own session: the pipeline session's
+        `spark.streams` does not list them)."""
+        return {name: slot.query for name, slot in list(self.slots.items()) if slot.query is not None}
+
+    # -- status -------------------------------------------------------------------------------------------------
+    def status(self, slot: Slot) -> RuleStatus:
+        return RuleStatus(name=slot.rule.name, version=slot.rule.version, state=slot.state, error=slot.error,
+                          rows_per_s=round(slot.rows_per_s, 3), last_batch_at=slot.last_batch_at, lag=slot.lag,
+                          fresh_start=slot.fresh_start,
+                          retry_at=int(slot.retry_at * 1000) if slot.retry_at is not None else None,
+                          updated_at=int(self.clock() * 1000))
+
+    def _report(self) -> None:
+        due = self.clock() >= self._next_status
+        if due:
+            self._next_status = self.clock() + self.settings.status_s
+        for slot in self.slots.values():
+            if due or slot.changed:
+                self._put(slot)
+
+    def _put(self, slot: Slot) -> None:
+        try:
+            self.statuses.put_status(self.status(slot))
+            slot.changed = False
+        except Exception as exc:  # the status topic being away must not stop the rules
+            log.warning("cannot write the status of rule %s: %s", slot.rule.name, exc)
+
+    def _stop_query(self, slot: Slot) -> None:
+        q, slot.query = slot.query, None
+        if q is None:
+            return
+        try:
+            q.stop()
+        except Exception as exc:  # stopping a failed query can raise again
+            log.warning("stopping rule %s: %s", slot.rule.name, error_chain(exc))

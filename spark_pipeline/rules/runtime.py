@@ -1,0 +1,144 @@
+"""Wires the rule manager into the running pipeline: its settings from the environment, Kafka, the registry, Spark.
+
+`start_manager()` is what `spark_pipeline/job.py` calls beside the built-in queries (and stops on shutdown).
+Settings (docs/rules-runtime.md): HEADWATER_RULES=0 turns rules off; HEADWATER_RULE_TRIGGER (default the live
+trigger), HEADWATER_RULE_STARTING_OFFSETS (where a rule with a new checkpoint starts reading: `latest`, the
+default, or `earliest`), HEADWATER_RULE_STATUS_S, HEADWATER_RULE_BACKOFF_S, HEADWATER_RULE_BACKOFF_MAX_S,
+HEADWATER_RULE_MAX_STATE_ROWS; the registry is polled every HEADWATER_REGISTRY_POLL_S like the built-in queries.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+
+from confluent_kafka import Consumer, TopicPartition
+from pyspark.sql import SparkSession
+
+from common.registry_client import RegistryClient
+from spark_pipeline.config import PipelineConfig
+from spark_pipeline.rules.launch import SparkLauncher
+from spark_pipeline.rules.manager import RuleManager, Settings
+from spark_pipeline.rules.model import MAX_STATE_ROWS, RULES_TOPIC, Rule
+from spark_pipeline.rules.store import RuleStore, TopicFollower
+from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
+
+log = logging.getLogger("spark_pipeline.rules")
+
+
+class KafkaWatermarks:
+    """High watermarks of topic partitions, each asked of the broker at most once per `max_age_s`."""
+
+    def __init__(self, bootstrap: str, max_age_s: float = 1.0) -> None:
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "headwater-rules-lag",
+                                   "enable.auto.commit": False})
+        self._max_age_s = max_age_s
+        self._cache: dict[tuple[str, int], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def high(self, topic: str, partition: int) -> int | None:
+        with self._lock:
+            now = time.monotonic()
+            cached = self._cache.get((topic, partition))
+            if cached is not None and now - cached[0] < self._max_age_s:
+                return cached[1]
+            try:
+                _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5,
+                                                               cached=False)
+            except Exception as exc:  # lag is informative only
+                log.debug("no high watermark for %s/%d: %s", topic, partition, exc)
+                return None
+            self._cache[(topic, partition)] = (now, int(high))
+            return int(high)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r}: expected a number") from None
+    if value <= 0:
+        raise ValueError(f"{name}={raw!r}: expected a positive number")
+    return value
+
+
+def settings_from_env(env: Mapping[str, str], cfg: PipelineConfig) -> Settings:
+    return Settings(status_s=_number(env, "HEADWATER_RULE_STATUS_S", 5.0), registry_poll_s=cfg.registry_poll_s,
+                    backoff_s=_number(env, "HEADWATER_RULE_BACKOFF_S", 5.0),
+                    backoff_max_s=_number(env, "HEADWATER_RULE_BACKOFF_MAX_S", 300.0),
+                    max_state_rows=int(_number(env, "HEADWATER_RULE_MAX_STATE_ROWS", MAX_STATE_ROWS)))
+
+
+def enabled(env: Mapping[str, str]) -> bool:
+    return env.get("HEADWATER_RULES", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, str],
+                  settings: Settings | None = None) -> RuleManager:
+    """Start the rule manager's thread for the pipeline `cfg` (creates the rule topics if missing)."""
+    store = RuleStore(cfg.bootstrap)
+    registry = RegistryClient(cfg.registry_url)
+
+    def snapshot(bad: frozenset[int]) -> SchemaSnapshot:
+        return take_snapshot(registry, cfg.subject_prefix, bad)
+
+    trigger = env.get("HEADWATER_RULE_TRIGGER", "").strip() or cfg.live_trigger
+    offsets = env.get("HEADWATER_RULE_STARTING_OFFSETS", "").strip() or "latest"
+    launcher = SparkLauncher(spark, cfg, trigger, offsets)
+    follower = TopicFollower(cfg.bootstrap, RULES_TOPIC, Rule.from_json)
+    manager = RuleManager(follower, launcher, store, snapshot, watermarks=KafkaWatermarks(cfg.bootstrap),
+                          settings=settings or settings_from_env(env, cfg))
+    log.info("rule manager: following %s (new rules start from the %s offsets)", RULES_TOPIC, offsets)
+    return manager.start()
+
+
+# pyspark names the loggers its exceptions log through with a process-wide logging.setLoggerClass swap that is not
+# thread-safe: a plain Logger under one of these names (seen here when threads raced) makes pyspark raise TypeError
+# ("unexpected keyword argument 'errorClass'") while converting any Java exception with a SQL context, so a failed
+# rule query's exception() itself raised. Created properly, once, before the manager's thread starts.
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def ensure_pyspark_loggers() -> None:
+    from pyspark.logger import PySparkLogger  # noqa: PLC0415 - pyspark's logging module, only needed here
+
+    for name in PYSPARK_ERROR_LOGGERS:
+        current = logging.Logger.manager.loggerDict.get(name)
+        if isinstance(current, (PySparkLogger, logging.PlaceHolder)):
+            continue
+        logger = PySparkLogger(name)
+        logger.parent = logging.getLogger()
+        logger.propagate = False
+        logging.Logger.manager.loggerDict[name] = logger
+
+
+_running: list[RuleManager] = []
+
+
+def running() -> list[RuleManager]:
+    """The rule managers started by `maybe_start` in this process and not stopped yet (tests and benchmarks look
+    at their queries)."""
+    return [m for m in _running if not m.stopped]
+
+
+def maybe_start(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, str]) -> RuleManager | None:
+    """The manager, unless HEADWATER_RULES=0 or it cannot start (logged: the built-in queries run anyway)."""
+    if not enabled(env):
+        log.info("rules are off (HEADWATER_RULES=0)")
+        return None
+    try:
+        ensure_pyspark_loggers()
+        manager = start_manager(spark, cfg, env)
+    except Exception:
+        log.exception("the rule manager did not start; the built-in queries run without rules")
+        return None
+    _running[:] = [*running(), manager]
+    return manager
