@@ -37,7 +37,7 @@ on the shared 2-core machines these ran on move by tens of percent between runs.
   paths, and the ack latency at half that load.
 - `gateway-variants` (`python -m bench.gateway.variants`): A/B of the gateway's tuning variables in one run
   (CPU per event of the gateway and the broker, latency at one rate); the log of what each change bought is
-  [2026-11-2x-gateway-optimisations](2026-11-2x-gateway-optimisations.md).
+  [2026-11-24-gateway-optimisations](2026-11-24-gateway-optimisations.md).
 - `spark` (`make bench-spark`): the pipeline's decode and aggregate throughput against the Kafka read bound,
   and the created_at -> aggregate latency.
 - `replication` (`make bench-replication`): the same SDK load through HAProxy to RF=1 and RF=3 topics of the

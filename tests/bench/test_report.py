@@ -57,7 +57,7 @@ def test_the_committed_pages_are_generated_from_the_committed_runs(tmp_path: Pat
 
 def test_hand_written_notes_survive_regeneration(tmp_path: Path) -> None:
     shutil.copytree(report.DOCS / "runs", tmp_path / "runs")
-    note = tmp_path / "2026-11-2x-gateway-optimisations.md"
+    note = tmp_path / "2026-11-24-gateway-optimisations.md"
     note.write_text("# a log written by hand\n")
     stale = tmp_path / "2020-01-01-gone-1.md"
     stale.write_text("# a page whose run was removed\n")
