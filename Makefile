@@ -10,8 +10,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
-	setup-haproxy test-cluster chaos-cluster bench-replication
-	bench bench-spark bench-rules bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos
+	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules
 
 setup:
 	@bash stack/setup.sh
@@ -87,7 +86,7 @@ test-cluster: setup setup-haproxy
 	@$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
 
 chaos-cluster: setup setup-haproxy
-	@HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) $(PY) -m pytest -s -m cluster tests/cluster $(PYTEST_ARGS)
+	@HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) HEADWATER_CHAOS_SPARK=1 $(PY) -m pytest -s -m cluster tests/cluster $(PYTEST_ARGS)
 
 # Not a test: the same load on RF=1 and RF=3 topics of a private cluster; events per gateway and broker core-second.
 bench-replication: setup setup-haproxy
@@ -95,7 +94,6 @@ bench-replication: setup setup-haproxy
 
 # Fault 5 of issue 18 (tests/cluster/test_spark_cluster.py): the pipeline on a Spark standalone cluster, its worker
 # killed with SIGKILL mid-batch while 3 SDK producers send >= 30,000 events; replay must equal the streaming outputs.
-.PHONY: chaos-spark
 chaos-spark: setup
 	@HEADWATER_CHAOS_SPARK=1 $(PY) -m pytest -s -m cluster tests/cluster/test_spark_cluster.py $(PYTEST_ARGS)
 
