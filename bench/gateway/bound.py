@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable
 
 from confluent_kafka import Producer
 
@@ -19,8 +20,19 @@ from gateway.config import Limits
 from gateway.ingest import plan_avro, plan_json
 from gateway.json_batch import decode_json_batch
 from gateway.producer import kafka_config, produce_record
-from gateway.records import RequestMeta
+from gateway.records import KafkaRecord, RequestMeta
 from gateway.schema_cache import SchemaCache
+
+
+def produce_all(producer: Producer, records: Iterable[KafkaRecord]) -> None:
+    """Produce every record, serving delivery reports while librdkafka's queue is full."""
+    for record in records:
+        while True:
+            try:
+                produce_record(producer, record)
+                break
+            except BufferError:
+                producer.poll(0.01)
 
 
 def run_bound(bodies: list[Body], cache: SchemaCache, bootstrap: str, kind: str, batches_per_txn: int = 100) -> float:
@@ -39,13 +51,7 @@ def run_bound(bodies: list[Body], cache: SchemaCache, bootstrap: str, kind: str,
             plan = plan_json(batch, wire_events, cache, meta, "headwater.deadletter")
         else:
             plan = plan_avro(decode_avro_batch(raw, limits), cache, meta, "headwater.deadletter")
-        for record in plan.records:
-            while True:
-                try:
-                    produce_record(producer, record)
-                    break
-                except BufferError:
-                    producer.poll(0.01)
+        produce_all(producer, plan.records)
         events += plan.accepted
         if i % batches_per_txn == 0:
             producer.commit_transaction(30)

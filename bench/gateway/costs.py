@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Producer
 
+from bench.gateway.bound import produce_all
 from bench.gateway.load import sustained
 from bench.gateway.trivial_server import UVLOOP
 from bench.gateway.workload import Body
@@ -31,7 +32,7 @@ from gateway.body import decompress
 from gateway.config import Limits
 from gateway.ingest import encode_json_event, fastavro_encode, plan_avro, plan_json
 from gateway.json_batch import decode_json_batch
-from gateway.producer import kafka_config, produce_record
+from gateway.producer import kafka_config
 from gateway.records import KafkaRecord, RequestMeta
 from gateway.schema_cache import SchemaCache
 from stack import cpus
@@ -139,13 +140,7 @@ def _kafka_run(producer: Any, batches: Batches, per_txn: int | None,
     for i, records in enumerate(batches):
         if per_txn and i % per_txn == 0:
             producer.begin_transaction()
-        for record in records:
-            while True:
-                try:
-                    produce_record(producer, record)
-                    break
-                except BufferError:
-                    producer.poll(0.01)
+        produce_all(producer, records)
         if per_txn and (i % per_txn == per_txn - 1 or i == len(batches) - 1):
             producer.commit_transaction(30)
     if not per_txn:
