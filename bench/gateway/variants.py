@@ -53,8 +53,16 @@ VARIANTS: dict[str, dict[str, str]] = {
     "lz4": {**_BEFORE, "HEADWATER_GATEWAY_AVRO_CODEGEN": "1", "HEADWATER_GATEWAY_UVLOOP": "1",
             "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "10", "HEADWATER_GATEWAY_KAFKA_COMPRESSION": "lz4"},
     "none": {**_BEFORE, "HEADWATER_GATEWAY_AVRO_CODEGEN": "1", "HEADWATER_GATEWAY_UVLOOP": "1",
-             "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "10", "HEADWATER_GATEWAY_KAFKA_COMPRESSION": "none"},
+             "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "10", "HEADWATER_GATEWAY_KAFKA_COMPRESSION": "none",
+             "HEADWATER_GATEWAY_COMMIT_LANES": "1"},
 }
+# Issue 28's changes, each on the defaults of the one before ("none" above is where they start).
+_ISSUE22 = VARIANTS["none"]
+VARIANTS.update({
+    "lanes2": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2"},
+    "lanes3": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "3"},
+    "lanes2_i20": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2", "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "20"},
+})
 
 
 def _start(env: dict[str, str], knobs: dict[str, str], port: int) -> subprocess.Popen[bytes]:

@@ -1,0 +1,106 @@
+"""Unit tests of group commit with several lanes (transactional producers taking turns), with fake producers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from gateway.commit import CommitSettings, GroupCommitter
+from gateway.errors import KafkaUnavailable, ShuttingDown
+from gateway.records import KafkaRecord
+from tests.gateway.helpers import FakeProducer
+
+pytestmark = pytest.mark.unit
+
+
+def _records(tag: str, n: int = 2) -> list[KafkaRecord]:
+    return [KafkaRecord("t", tag.encode(), f"{tag}-{i}".encode(), []) for i in range(n)]
+
+
+def _lanes(count: int, **settings: float) -> tuple[GroupCommitter, list[FakeProducer]]:
+    producers = [FakeProducer() for _ in range(count)]
+    factories = [lambda p=p: p for p in producers]  # type: ignore[misc]
+    s = CommitSettings(window_s=float(settings.get("window_s", 0.001)), commit_timeout_s=1.0, init_timeout_s=1.0,
+                       reconnect_backoff_s=0.05, min_interval_s=float(settings.get("min_interval_s", 0.0)))
+    c = GroupCommitter(factories, s)
+    c.start()
+    assert c.wait_ready(5)
+    return c, producers
+
+
+def test_a_batch_arriving_while_one_lane_commits_is_committed_by_the_other() -> None:
+    c, (first, second) = _lanes(2)
+    gate = threading.Event()
+    first.commit_gate = second.commit_gate = gate  # whichever lane takes the first batch holds it there
+
+    async def run() -> None:
+        held = asyncio.ensure_future(c.commit(_records("held")))
+        while not (first.open or second.open):
+            await asyncio.sleep(0.005)
+        busy, free = (first, second) if first.open else (second, first)
+        free.commit_gate = None
+        await asyncio.wait_for(c.commit(_records("quick")), 5)  # does not wait for the held commit
+        assert [len(t) for t in free.committed] == [2] and not busy.committed
+        gate.set()
+        await held
+
+    asyncio.run(run())
+    c.stop(5)
+    assert sorted(len(p.committed) for p in (first, second)) == [1, 1]
+
+
+def test_under_load_lanes_take_turns_and_each_transaction_carries_the_queue() -> None:
+    c, producers = _lanes(2, min_interval_s=0.05)
+
+    async def run() -> None:
+        await asyncio.gather(*(c.commit(_records(f"b{i}")) for i in range(40)))
+
+    asyncio.run(run())
+    c.stop(5)
+    sizes = [len(t) for p in producers for t in p.committed]
+    assert sum(sizes) == 80 and len(sizes) < 40  # grouped, not one transaction per batch
+
+
+def test_a_failed_transaction_fails_its_group_then_the_lanes_commit_again() -> None:
+    c, (first, second) = _lanes(2)
+    first.fail_commit = KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "timed out", retriable=True))
+    second.fail_commit = first.fail_commit
+
+    async def run() -> list[BaseException | None]:
+        results = await asyncio.gather(c.commit(_records("a")), return_exceptions=True)
+        return list(results)
+
+    assert isinstance(asyncio.run(run())[0], KafkaUnavailable)
+    first.fail_commit = second.fail_commit = None
+
+    async def later() -> None:
+        await asyncio.wait_for(c.commit(_records("b")), 5)
+
+    for _ in range(100):  # the failed lane replaces its producer; the other serves meanwhile
+        try:
+            asyncio.run(later())
+            break
+        except KafkaUnavailable:
+            threading.Event().wait(0.02)
+    c.stop(5)
+    assert sum(len(p.committed) for p in (first, second)) >= 1
+
+
+def test_stop_fails_what_no_lane_took() -> None:
+    c, (first, second) = _lanes(2)
+    gate = threading.Event()
+    first.commit_gate = second.commit_gate = gate
+
+    async def run() -> list[BaseException | None]:
+        tasks = [asyncio.ensure_future(c.commit(_records(f"b{i}"))) for i in range(3)]
+        await asyncio.sleep(0.1)
+        stopper = asyncio.get_running_loop().run_in_executor(None, c.stop, 0.3)
+        await stopper
+        gate.set()
+        return list(await asyncio.gather(*tasks, return_exceptions=True))
+
+    results = asyncio.run(run())
+    assert all(r is None or isinstance(r, ShuttingDown) for r in results), results
