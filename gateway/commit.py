@@ -59,6 +59,13 @@ class CommitSettings:
     # the broker writes fewer commit markers and transaction-log records per event as load grows
     # (docs/gateway.md, "Tuning").
     min_interval_s: float = 0.0
+    # Under saturation the interval stretches to `busy_interval_s`: once a transaction carried at least
+    # `busy_batches` batches (requests pile up faster than transactions end), the next ones begin that far apart,
+    # so each carries hundreds of batches' worth of events and the broker's cost per transaction (markers,
+    # transaction-log writes: several ms of its CPU) is spread over them; a smaller group returns to
+    # `min_interval_s`. Below saturation (groups of a few batches) it adds nothing to the ack latency.
+    busy_interval_s: float = 0.0
+    busy_batches: int = 8
     commit_timeout_s: float = 10.0
     init_timeout_s: float = 10.0
     reconnect_backoff_s: float = 1.0
@@ -91,6 +98,7 @@ class GroupCommitter:
         self._gather = threading.Lock()  # held by the lane gathering the next group: one at a time
         self._stopping = False
         self._last_begin = -1e9  # monotonic time the last group was closed, by any lane
+        self._busy = False  # the last group had busy_batches batches or more
         self._lanes = [_Lane(i, f) for i, f in enumerate(factories)]
         for lane in self._lanes:
             lane.thread = threading.Thread(target=self._run, args=(lane,), name=f"kafka-commit-{lane.index}",
@@ -191,7 +199,8 @@ class GroupCommitter:
                         producer.poll(0)
                         return []  # let the lane check its producer between waits
                 now = time.monotonic()
-                spacing = self._s.min_interval_s / len(self._lanes)
+                interval = max(self._s.min_interval_s, self._s.busy_interval_s if self._busy else 0.0)
+                spacing = interval / len(self._lanes)
                 deadline = max(now + self._s.window_s, self._last_begin + spacing)
                 group = [self._pending.popleft()]
                 count = len(group[0].records)
@@ -205,6 +214,7 @@ class GroupCommitter:
                     group.append(self._pending.popleft())
                     count += len(group[-1].records)
             self._last_begin = time.monotonic()
+            self._busy = len(group) >= self._s.busy_batches
             return group
         finally:
             self._gather.release()

@@ -67,6 +67,7 @@ class GatewayConfig:
     uvloop: bool = True  # uvloop when installed; False: asyncio's own loop
     avro_codegen: bool = True  # generated Avro encoders; False: fastavro's writer for every event
     commit_min_interval_ms: float = 10.0
+    commit_busy_interval_ms: float = 50.0  # transactions' spacing while the worker is saturated (see "Tuning")
     commit_lanes: int = 2  # transactional producers per worker taking turns (docs/gateway.md, "Tuning")
     delivery_timeout_s: float = 5.0
     # A dead worker's open transaction blocks read_committed consumers until the coordinator aborts it after
@@ -119,6 +120,7 @@ class GatewayConfig:
             uvloop=_flag(env, "HEADWATER_GATEWAY_UVLOOP", True),
             avro_codegen=_flag(env, "HEADWATER_GATEWAY_AVRO_CODEGEN", True),
             commit_min_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS", 10.0, 0.0, 1000.0),
+            commit_busy_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS", 50.0, 0.0, 1000.0),
             commit_lanes=_int(env, "HEADWATER_GATEWAY_COMMIT_LANES", 2, 1, 16),
             delivery_timeout_s=_float(env, "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S", 5.0, 1.0, 300.0),
             transaction_timeout_s=_float(env, "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S", 10.0, 2.0, 900.0),

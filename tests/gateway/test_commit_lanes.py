@@ -22,7 +22,7 @@ def _records(tag: str, n: int = 2) -> list[KafkaRecord]:
 
 def _lanes(count: int, **settings: float) -> tuple[GroupCommitter, list[FakeProducer]]:
     producers = [FakeProducer() for _ in range(count)]
-    factories = [lambda p=p: p for p in producers]  # type: ignore[misc]
+    factories = [lambda p=p: p for p in producers]
     s = CommitSettings(window_s=float(settings.get("window_s", 0.001)), commit_timeout_s=1.0, init_timeout_s=1.0,
                        reconnect_backoff_s=0.05, min_interval_s=float(settings.get("min_interval_s", 0.0)))
     c = GroupCommitter(factories, s)
@@ -104,3 +104,36 @@ def test_stop_fails_what_no_lane_took() -> None:
 
     results = asyncio.run(run())
     assert all(r is None or isinstance(r, ShuttingDown) for r in results), results
+
+
+def test_a_saturated_worker_spaces_transactions_by_the_busy_interval_then_returns_to_the_minimum() -> None:
+    producers = [FakeProducer()]
+    s = CommitSettings(window_s=0.001, commit_timeout_s=1.0, init_timeout_s=1.0, min_interval_s=0.0,
+                       busy_interval_s=0.3, busy_batches=4)
+    c = GroupCommitter(lambda: producers[0], s)
+    c.start()
+    assert c.wait_ready(5)
+
+    async def run() -> list[float]:
+        loop = asyncio.get_running_loop()
+        gate = threading.Event()
+        producers[0].commit_gate = gate
+        first = asyncio.ensure_future(c.commit(_records("first")))
+        await asyncio.sleep(0.05)  # the first transaction is held: the next five pile up behind it
+        pile = [asyncio.ensure_future(c.commit(_records(f"p{i}"))) for i in range(5)]
+        await asyncio.sleep(0.05)
+        gate.set()
+        producers[0].commit_gate = None
+        await asyncio.gather(first, *pile)  # one group of 5 batches: busy from here
+        t0 = loop.time()
+        await c.commit(_records("after-busy"))  # waits for the busy interval since the group began
+        waited = loop.time() - t0
+        await asyncio.sleep(0.35)
+        t1 = loop.time()
+        await c.commit(_records("calm"))  # the last group was small: no interval
+        return [waited, loop.time() - t1]
+
+    busy_wait, calm_wait = asyncio.run(run())
+    c.stop(5)
+    assert [len(t) for t in producers[0].committed] == [2, 10, 2, 2]
+    assert busy_wait >= 0.2 and calm_wait < 0.2
