@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import zstandard
 
+from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Body, Workload
 from bench.peers import readback
 from bench.peers.avro_jsonschema import avro_to_json_schema
@@ -30,7 +31,6 @@ from bench.peers.rounds import (
     sustained_phase,
     targets,
 )
-from bench.peers.warm import WARM_TOPIC, warm_broker
 from gateway.avro_batch import decode_avro_batch
 from gateway.config import Limits
 from schemas.catalog import subject_for
@@ -106,7 +106,7 @@ class Session:
                                                TopicSpec(WARM_TOPIC, spec.partitions, spec.config)])
             schema_id, avro = self._schema(env["REGISTRY_URL"])
             plan = self._pin()
-            warm = warm_broker(self.cfg.bootstrap, self.stack.kafka.process.pid(), max_seconds=self.opts.warm_s,
+            warm = warm_broker(self.cfg.bootstrap, self.stack.kafka.process.pid() or 0, max_seconds=self.opts.warm_s,
                                min_transactions=2000 if self.opts.warm_s else 0)
             print(f"broker warmed by {warm.transactions} transactions in {warm.seconds} s: its CPU per transaction "
                   f"{warm.first_ms_per_txn} ms at first, {warm.last_ms_per_txn} ms at the end", flush=True)

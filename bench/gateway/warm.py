@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from confluent_kafka import Producer
 
 from bench.gateway.bound import produce_all
-from bench.peers.procs import cpu_seconds
+from bench.gateway.costs import cpu_seconds
 from gateway.producer import kafka_config
 from gateway.records import KafkaRecord
 
@@ -37,7 +37,7 @@ def _records(n: int, value_bytes: int) -> list[KafkaRecord]:
     return [KafkaRecord(WARM_TOPIC, f"node-{i % 1000}".encode(), value, headers) for i in range(n)]
 
 
-def warm_broker(bootstrap: str, broker_pid: int | None, *, max_seconds: float, min_transactions: int = 2000,
+def warm_broker(bootstrap: str, broker_pid: int, *, max_seconds: float, min_transactions: int = 2000,
                 value_bytes: int = 1200) -> Warmth:
     """Transactions of 40 records (and as many records without a transaction): at least `min_transactions`, then
     until the broker's CPU per transaction over a chunk no longer falls by 15 %, or `max_seconds` passed."""
