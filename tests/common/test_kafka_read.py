@@ -188,7 +188,7 @@ def test_a_compacted_topic_reads_to_its_end_across_the_gaps(bootstrap: str) -> N
 
 def test_a_partition_that_cannot_reach_its_end_raises_read_timeout(bootstrap: str, topic: str) -> None:
     write(bootstrap, topic, [(0, b"only")])
-    consumer = Consumer(consumer_config(bootstrap, **{"enable.partition.eof": False}))  # no end event to end it
+    consumer = Consumer({**consumer_config(bootstrap), "enable.partition.eof": False})  # no end event to end it
     try:
         ends = end_offsets(consumer, topic)
         with pytest.raises(ReadTimeout, match=r"partitions \[0\]"):
