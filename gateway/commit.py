@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from common.kafka_produce import produce_all
 from gateway.errors import GatewayError, KafkaUnavailable, ShuttingDown
-from gateway.producer import ProducerFactory, TxProducer, commit_in_doubt, needs_new_producer, produce_record
+from gateway.producer import ProducerFactory, TxProducer, commit_in_doubt, needs_new_producer
 from gateway.records import KafkaRecord
 
 log = logging.getLogger("gateway.commit")
@@ -238,9 +239,8 @@ class GroupCommitter:
         try:
             producer.begin_transaction()
             deadline = t0 + self._s.commit_timeout_s
-            for pending in group:
-                for record in pending.records:
-                    self._produce(producer, record, deadline)
+            for pending in group:  # a full queue past the deadline raises QueueFull, a BufferError
+                produce_all(producer, pending.records, deadline=deadline)
             producer.commit_transaction(max(0.1, deadline - time.monotonic()))
         except Exception as exc:
             log.warning("transaction of %d batches failed (lane %d): %s", len(group), lane.index, exc)
@@ -259,17 +259,6 @@ class GroupCommitter:
         for pending in group:
             pending.loop.call_soon_threadsafe(_resolve, pending.future, None)
         self._observer.transaction(time.monotonic() - t0, len(group), records, True)
-
-    @staticmethod
-    def _produce(producer: TxProducer, record: KafkaRecord, deadline: float) -> None:
-        while True:
-            try:
-                produce_record(producer, record)
-                return
-            except BufferError:
-                if time.monotonic() > deadline:
-                    raise
-                producer.poll(0.01)
 
     def _drain(self) -> list[_Pending]:
         with self._cond:
