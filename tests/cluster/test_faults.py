@@ -16,6 +16,7 @@ import pytest
 from stack.cluster.topology import Cluster
 from tests.cluster.faults import batch_requests, busiest_leader, leaders, record_schema, registry
 from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet, wait_for
+from tests.cluster.window import Prober
 from tests.kafka_helpers import end_offsets
 from tests.sdk_events import EVENTS_TOPIC, arrived
 
@@ -55,17 +56,27 @@ class GoProducer:
         return answer
 
 
+def _targets(profile: Cluster, env: dict[str, str]) -> dict[str, str]:
+    """Each gateway directly, and HAProxy (what the SDKs see)."""
+    return {**{f"gateway {port}": f"http://127.0.0.1:{port}" for port in profile.cfg.gateway_ports},
+            "haproxy": env["GATEWAY_URL"]}
+
+
 def test_kill_9_the_leader_of_the_busiest_partitions(cluster: ClusterEnv) -> None:
+    """Also measures, per gateway and through HAProxy, the window from the first failed answer to the first 200."""
     profile, env = cluster
-    with Fleet(env) as fleet:
+    with Fleet(env) as fleet, Prober(_targets(profile, env), env["HEADWATER_WRITE_KEY"]) as prober:
         fleet.wait_acked(EVENTS_PER_FAULT // 5)
         node, partitions = busiest_leader(env["KAFKA_BOOTSTRAP"])
         print(f"\nkill -9 of node {node}, leader of partitions {partitions}")
+        killed = time.monotonic()
         profile.brokers.node(node).kill()
         killed_at = fleet.acknowledged()
         wait_for(lambda: all(leaders(env["KAFKA_BOOTSTRAP"])[p] not in (node, -1) for p in partitions), 90,
                  "new leaders for the busiest partitions")
         fleet.wait_acked(killed_at + 2000)  # producing goes on with two brokers
+        wait_for(lambda: prober.recovered(killed), 120, f"a 200 from every gateway again ({prober.windows(killed)})")
+        print(f"no-200 window after the kill, seconds: {prober.windows(killed)}")
         profile.brokers.node(node).start_process()
         profile.brokers.wait_ready(3)
         fleet.check("leader kill -9")
