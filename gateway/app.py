@@ -63,12 +63,12 @@ def producer_factories(cfg: GatewayConfig, worker: int) -> list[ProducerFactory]
 
 def build_app(cfg: GatewayConfig, worker: int = 0, *, source: SchemaSource | None = None,
               factory: ProducerFactory | None = None) -> web.Application:
-    """The worker's app; `source` and `factory` replace the registry and Kafka in tests."""
+    """The worker's app; `source` and `factory` replace the registry and Kafka in tests (`factory`: one lane)."""
     if cfg.shared_dir:
         Path(cfg.shared_dir).mkdir(parents=True, exist_ok=True)
     registry = HttpRegistry(cfg.registry_url, cfg.registry_timeout_s) if source is None else None
     cache = schema_cache(cfg, registry if registry is not None else source)  # type: ignore[arg-type]
-    factories = producer_factories(cfg, worker) if factory is None else [factory] * cfg.commit_lanes
+    factories = producer_factories(cfg, worker) if factory is None else [factory]
     committer = GroupCommitter(factories, commit_settings(cfg), CommitMetrics())
     gw = Gateway(cfg, cache, committer,
                  InFlight(cfg.limits.max_inflight_events, cfg.limits.max_inflight_bytes, cfg.retry_after_s),
