@@ -32,7 +32,7 @@ def commit_settings(cfg: GatewayConfig) -> CommitSettings:
                           min_interval_s=cfg.commit_min_interval_ms / 1000,
                           busy_interval_s=cfg.commit_busy_interval_ms / 1000,
                           commit_timeout_s=cfg.delivery_timeout_s, init_timeout_s=cfg.delivery_timeout_s,
-                          retry_after_s=cfg.retry_after_s)
+                          retry_after_s=cfg.retry_after_s, ready_grace_s=cfg.ready_grace_s)
 
 
 def schema_cache(cfg: GatewayConfig, source: SchemaSource) -> SchemaCache:

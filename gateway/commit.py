@@ -71,6 +71,10 @@ class CommitSettings:
     init_timeout_s: float = 10.0
     reconnect_backoff_s: float = 1.0
     retry_after_s: int = 1
+    # /readyz stays ready this long after the last failed transaction while the cluster still answers metadata:
+    # a broker loss fails every gateway's transactions at once, and a load balancer that takes them all out
+    # turns their quick 503s into closed connections and adds its own rise delay to the recovery.
+    ready_grace_s: float = 30.0
 
 
 class _Lane:
@@ -80,7 +84,10 @@ class _Lane:
         self.index = index
         self.factory = factory
         self.producer: TxProducer | None = None
+        self.candidate: TxProducer | None = None  # the producer being replaced or initialised (for /readyz)
         self.healthy = False
+        self.ever_ready = False
+        self.failed_at = -1e9  # monotonic time of this lane's last failed transaction
         self.thread: threading.Thread | None = None
 
 
@@ -146,10 +153,13 @@ class GroupCommitter:
         self._fail(self._drain(), ShuttingDown("shutting down", retry_after=self._s.retry_after_s))
 
     def reachable(self, timeout_s: float) -> bool:
-        """Whether a healthy lane's cluster answers a metadata request (for /readyz; blocking)."""
+        """Whether a lane that is healthy, or failed a transaction less than `ready_grace_s` ago, has a producer
+        whose cluster answers a metadata request (for /readyz; blocking)."""
+        now = time.monotonic()
         for lane in self._lanes:
-            producer = lane.producer
-            if producer is None or not lane.healthy:
+            producer = lane.producer or lane.candidate
+            recent = lane.ever_ready and now - lane.failed_at < self._s.ready_grace_s
+            if producer is None or not (lane.healthy or recent):
                 continue
             try:
                 producer.list_topics(timeout=timeout_s)
@@ -222,7 +232,7 @@ class GroupCommitter:
 
     def _connect(self, lane: _Lane) -> None:
         try:
-            producer = lane.factory()
+            producer = lane.candidate = lane.factory()
             producer.init_transactions(self._s.init_timeout_s)
         except Exception as exc:
             log.warning("producer init failed (lane %d): %s", lane.index, exc)
@@ -230,7 +240,7 @@ class GroupCommitter:
             time.sleep(self._s.reconnect_backoff_s)
             return
         lane.producer = producer
-        lane.healthy = True
+        lane.healthy = lane.ever_ready = True
         log.info("transactional producer ready (lane %d)", lane.index)
 
     def _transact(self, lane: _Lane, producer: TxProducer, group: list[_Pending]) -> None:
@@ -245,6 +255,7 @@ class GroupCommitter:
         except Exception as exc:
             log.warning("transaction of %d batches failed (lane %d): %s", len(group), lane.index, exc)
             lane.healthy = False  # while no lane is healthy, new batches get their 503 at once
+            lane.failed_at = time.monotonic()
             error = KafkaUnavailable("transaction aborted: Kafka is unavailable", retry_after=self._s.retry_after_s)
             queued = self._drain()
             if queued:
@@ -277,7 +288,7 @@ class GroupCommitter:
             except Exception as abort_exc:
                 log.warning("abort failed, replacing the producer: %s", abort_exc)
         # A new producer with the same transactional id fences this one and aborts its open transaction.
-        lane.producer = None
+        lane.candidate, lane.producer = producer, None
         lane.healthy = False
 
     @staticmethod

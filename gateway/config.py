@@ -74,6 +74,7 @@ class GatewayConfig:
     # this long (or until the restarted worker fences it): keep it short.
     transaction_timeout_s: float = 10.0
     retry_after_s: int = 1
+    ready_grace_s: float = 30.0  # /readyz stays ready this long after a failed transaction (docs/gateway.md)
     body_timeout_s: float = 10.0
     idle_timeout_s: float = 15.0
     conn_max_age_s: float = 300.0
@@ -125,6 +126,7 @@ class GatewayConfig:
             delivery_timeout_s=_float(env, "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S", 5.0, 1.0, 300.0),
             transaction_timeout_s=_float(env, "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S", 10.0, 2.0, 900.0),
             retry_after_s=_int(env, "HEADWATER_GATEWAY_RETRY_AFTER_S", 1, 1, 3600),
+            ready_grace_s=_float(env, "HEADWATER_GATEWAY_READY_GRACE_S", 30.0, 0.0, 3600.0),
             body_timeout_s=_float(env, "HEADWATER_GATEWAY_BODY_TIMEOUT_S", 10.0, 0.1, 600.0),
             idle_timeout_s=_float(env, "HEADWATER_GATEWAY_IDLE_TIMEOUT_S", 15.0, 0.1, 3600.0),
             conn_max_age_s=_float(env, "HEADWATER_GATEWAY_CONN_MAX_AGE_S", 300.0, 1.0, 86400.0),

@@ -137,3 +137,39 @@ def test_a_saturated_worker_spaces_transactions_by_the_busy_interval_then_return
     c.stop(5)
     assert [len(t) for t in producers[0].committed] == [2, 10, 2, 2]
     assert busy_wait >= 0.2 and calm_wait < 0.2
+
+
+@pytest.mark.parametrize(("grace_s", "ready"), [(30.0, True), (0.0, False)])
+def test_readiness_outlasts_a_failed_transaction_for_the_grace_while_the_cluster_answers(grace_s: float,
+                                                                                      ready: bool) -> None:
+    made: list[FakeProducer] = []
+    hung = threading.Event()
+
+    def factory() -> FakeProducer:
+        p = FakeProducer()
+        if made:
+            p.init_gate = hung  # the replacement hangs in init_transactions (the coordinator is moving)
+        made.append(p)
+        return p
+
+    s = CommitSettings(window_s=0.001, commit_timeout_s=1.0, init_timeout_s=1.0, reconnect_backoff_s=0.05,
+                       ready_grace_s=grace_s)
+    c = GroupCommitter(factory, s)
+    c.start()
+    assert c.wait_ready(5) and c.reachable(1.0)
+    made[0].fail_commit = KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True))
+
+    async def run() -> None:
+        with pytest.raises(KafkaUnavailable):
+            await c.commit(_records("lost-leader"))
+
+    asyncio.run(run())
+    for _ in range(100):  # the lane replaces its producer: the new one waits in init_transactions
+        if len(made) == 2:
+            break
+        threading.Event().wait(0.02)
+    assert not c.healthy and c.reachable(1.0) is ready
+    made[1].unreachable = True
+    assert not c.reachable(1.0)  # the cluster does not answer: not ready, grace or not
+    hung.set()
+    c.stop(5)
