@@ -251,7 +251,61 @@ static PyObject *fast_envelopes(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* gateway.avro_batch.envelope_problem's UUID rule: `^[0-9a-fA-F]{8}-…-[0-9a-fA-F]{12}$` with Python's `$`, which also
+ * matches before one trailing newline. */
+static int is_uuid(PyObject *s) {
+    if (!PyUnicode_Check(s)) return 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (n == 37 && PyUnicode_READ_CHAR(s, 36) == '\n') n = 36;
+    if (n != 36) return 0;
+    for (Py_ssize_t i = 0; i < 36; i++) {
+        Py_UCS4 ch = PyUnicode_READ_CHAR(s, i);
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (ch != '-') return 0;
+        } else if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The index and kind (1: ids, 2: negative numbers, 3: long texts) of the first envelope breaking the rules of
+ * envelope_problem, in its order of checks; None when all are fine. Envelopes are (event_id, event_type,
+ * producer_id, seq, node_id, created_at, sent_at) tuples, or None (unreadable, skipped). */
+static PyObject *fast_first_problem(PyObject *self, PyObject *args) {
+    PyObject *envs;
+    Py_ssize_t max_text;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &envs, &max_text)) return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(envs); i++) {
+        PyObject *env = PyList_GET_ITEM(envs, i);
+        if (env == Py_None) continue;
+        if (!PyTuple_Check(env) || PyTuple_GET_SIZE(env) != 7) {
+            PyErr_SetString(PyExc_TypeError, "envelopes must be 7-tuples or None");
+            return NULL;
+        }
+        int kind = 0;
+        if (!is_uuid(PyTuple_GET_ITEM(env, 0)) || !is_uuid(PyTuple_GET_ITEM(env, 2))) {
+            kind = 1;
+        } else {
+            int idx[3] = {3, 5, 6};
+            for (int k = 0; k < 3 && !kind; k++) {  /* longs read by envelopes(): each fits 64 bits */
+                long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(env, idx[k]));
+                if (v == -1 && PyErr_Occurred()) return NULL;
+                if (v < 0) kind = 2;
+            }
+            if (!kind && (PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(env, 4)) > max_text
+                          || PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(env, 1)) > max_text)) {
+                kind = 3;
+            }
+        }
+        if (kind) return Py_BuildValue("(ni)", i, kind);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"first_problem", fast_first_problem, METH_VARARGS, "The first envelope breaking the envelope rules, or None."},
     {"skip", fast_skip, METH_VARARGS, "Read a framed event's body with a compiled schema program; its end."},
     {"envelopes", fast_envelopes, METH_VARARGS, "The envelope of each framed event (None: unreadable)."},
     {NULL, NULL, 0, NULL},

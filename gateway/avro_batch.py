@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import fastavro
 
-from gateway.avro_fast import native_envelopes
+from gateway.avro_fast import first_problem, native_envelopes
 from gateway.config import Limits
 from gateway.errors import BadRequest, PayloadTooLarge
 from gateway.json_batch import MAX_TEXT
@@ -80,11 +80,10 @@ def _envelopes(events: list[bytes]) -> list[Envelope | None]:
     read = native_envelopes(events, Envelope)
     if read is None:
         return [_checked_envelope(index, event) for index, event in enumerate(events)]
-    for index, env in enumerate(read):
-        if env is not None:
-            problem = envelope_problem(env)
-            if problem is not None:
-                raise BadRequest(f"event {index}: {problem}", code="invalid_envelope")
+    found = first_problem(read, MAX_TEXT)
+    if found is not None:  # worded by the Python rule, which the compiled one mirrors
+        problem = envelope_problem(read[found[0]])
+        raise BadRequest(f"event {found[0]}: {problem}", code="invalid_envelope")
     return read
 
 

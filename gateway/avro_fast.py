@@ -99,6 +99,14 @@ def skip_with(program: bytes | None, parsed: Any, skip_reader: Any) -> Callable[
     return fallback
 
 
+def first_problem(envelopes: list[Any], max_text: int) -> tuple[int, int] | None:
+    """(index, kind) of the first envelope `native_envelopes` read that breaks the envelope rules (kind 1: ids
+    not UUIDs, 2: a negative seq or time, 3: a text too long), None when all are fine (extension built only)."""
+    assert _native is not None
+    found: tuple[int, int] | None = _native.first_problem(envelopes, max_text)
+    return found
+
+
 def native_envelopes(events: list[bytes], factory: Callable[..., Any]) -> list[Any] | None:
     """factory(event_id, event_type, producer_id, seq, node_id, created_at, sent_at) of each framed event (None:
     unreadable), in one pass; None when the extension is not built (the caller reads them in Python)."""

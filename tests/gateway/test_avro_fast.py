@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway import avro_fast
-from gateway.avro_batch import Envelope, read_envelope
+from gateway.avro_batch import Envelope, envelope_problem, read_envelope
+from gateway.json_batch import MAX_TEXT
 from gateway.records import frame
 from tests.gateway.test_avro_codegen import _both, _compiled, _schemas, _values
 
@@ -146,3 +147,19 @@ def test_random_bytes_never_crash_and_are_accepted_only_when_fastavro_reads_them
 def test_the_program_format_is_stable() -> None:
     assert avro_fast.compile_program(_one("long")) == bytes([13]) + struct.pack("<II", 1, 1) + bytes([3])
     assert json.dumps(_one("long"))  # plain JSON in, bytes out
+
+
+_UUIDISH = st.sampled_from([str(uuid.uuid4()), str(uuid.uuid4()).upper(), str(uuid.uuid4()) + "\n",
+                            str(uuid.uuid4()) + "\n\n", str(uuid.uuid4())[:-1] + "g", str(uuid.uuid4())[1:],
+                            str(uuid.uuid4()).replace("-", "_", 1), "", "é" * 36])
+_LONGS = st.integers(-(2**63), 2**63 - 1) | st.sampled_from([0, -1])
+_TEXTS = st.text(max_size=5) | st.sampled_from(["é" * 1024, "é" * 1025, "a" * 1025])
+
+
+@given(st.lists(st.none() | st.tuples(_UUIDISH, _TEXTS, _UUIDISH, _LONGS, _TEXTS, _LONGS, _LONGS), max_size=6))
+@settings(max_examples=400, deadline=None)
+def test_the_compiled_envelope_rules_flag_the_first_envelope_the_python_rules_refuse(rows: list[Any]) -> None:
+    envs = [None if r is None else Envelope(*r) for r in rows]
+    python = next((i for i, e in enumerate(envs) if e is not None and envelope_problem(e) is not None), None)
+    found = avro_fast.first_problem(envs, MAX_TEXT)
+    assert (found[0] if found else None) == python
