@@ -2,7 +2,7 @@
 over HTTP for the JSON and Avro paths, then ack latency at half the sustained load; end with one JSON line.
 
 The bound and the gateway worker each run alone on one core (core 0), while the broker, the registry and the
-load generator share the others (`stack/cpus.py`): both figures are then per core and neither pays for
+load generator share the others (`bench/cpus.py`): both figures are then per core and neither pays for
 the other side's work. Each is the best of two runs (a maximum on a shared, noisy machine).
 
 Variables: HEADWATER_BENCH_SECONDS (length of each sustained phase, default 8), HEADWATER_BENCH_CONCURRENCY
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import cpus
 from bench.gateway import costs as cost_model
 from bench.gateway.bound import run_bound
 from bench.gateway.load import LoadResult, at_rate, percentile, sustained
@@ -32,7 +33,6 @@ from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
 from gateway.loop import loop_name
 from gateway.schema_cache import HttpRegistry, SchemaCache
-from stack import cpus
 from stack.config import StackConfig
 from stack.launcher import Stack
 from stack.services import services
@@ -195,7 +195,7 @@ class _Procs:
 def _procs(stack: Stack, cfg: StackConfig) -> _Procs:
     gateway = next((s.process(cfg).pid() for s in services(cfg) if s.name == "gateway"), None)
     workers = (cpus.descendants(gateway) or [gateway]) if gateway else []
-    return _Procs([w for w in workers if w], stack.kafka.process.pid() or 0)
+    return _Procs([w for w in workers if w], stack.kafka.node(1).process.pid() or 0)
 
 
 def _pin(stack: Stack, cfg: StackConfig) -> cpus.CpuPlan | None:
@@ -203,7 +203,7 @@ def _pin(stack: Stack, cfg: StackConfig) -> cpus.CpuPlan | None:
     if plan is None:
         print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
         return None
-    others = [p for p in (stack.kafka.process.pid(), *(s.process(cfg).pid() for s in services(cfg))) if p]
+    others = [p for p in (stack.kafka.node(1).process.pid(), *(s.process(cfg).pid() for s in services(cfg))) if p]
     for pid in others:
         cpus.pin_process_tree(pid, plan.others)
     gateway = next((s.process(cfg).pid() for s in services(cfg) if s.name == "gateway"), None)

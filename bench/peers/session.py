@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import zstandard
 
+from bench import cpus
 from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Body, Workload
 from bench.peers import readback
@@ -34,7 +35,6 @@ from bench.peers.rounds import (
 from gateway.avro_batch import decode_avro_batch
 from gateway.config import Limits
 from schemas.catalog import subject_for
-from stack import cpus
 from stack.config import StackConfig
 from stack.launcher import Stack
 from stack.services import services
@@ -92,6 +92,7 @@ class Session:
         self.state, self.opts, self.binary, self.peer_port = state, opts, binary, peer_port
         self.cfg = StackConfig.from_env(stack_env)
         self.stack = Stack(self.cfg)
+        self.broker = self.stack.kafka.node(1).process  # the benchmark's stack has one broker
         self.sent: dict[str, set[str]] = {"gateway": set(), "peer": set()}
         self.workload: SizedWorkload | None = None
         self.acked: dict[str, int] = {"gateway": 0, "peer": 0}
@@ -106,7 +107,7 @@ class Session:
                                                TopicSpec(WARM_TOPIC, spec.partitions, spec.config)])
             schema_id, avro = self._schema(env["REGISTRY_URL"])
             plan = self._pin()
-            warm = warm_broker(self.cfg.bootstrap, self.stack.kafka.process.pid() or 0, max_seconds=self.opts.warm_s,
+            warm = warm_broker(self.cfg.bootstrap, self.broker.pid() or 0, max_seconds=self.opts.warm_s,
                                min_transactions=2000 if self.opts.warm_s else 0)
             print(f"broker warmed by {warm.transactions} transactions in {warm.seconds} s: its CPU per transaction "
                   f"{warm.first_ms_per_txn} ms at first, {warm.last_ms_per_txn} ms at the end", flush=True)
@@ -141,7 +142,7 @@ class Session:
         if plan is None:
             print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
             return None
-        others = [p for p in (self.stack.kafka.process.pid(), *(s.process(self.cfg).pid() for s in services(self.cfg)))
+        others = [p for p in (self.broker.pid(), *(s.process(self.cfg).pid() for s in services(self.cfg)))
                   if p]
         for pid in others:
             cpus.pin_process_tree(pid, plan.others)
@@ -173,14 +174,14 @@ class Session:
         return self.workload.avro(bodies) if side.name == "gateway-avro" else bodies
 
     def _rounds(self, sides: list[Side], workload: SizedWorkload) -> dict[str, Any]:
-        idle = [broker_idle_cores(self.stack.kafka.process.pid())]
+        idle = [broker_idle_cores(self.broker.pid())]
         print(f"broker idle: {idle[0]:.3f} cores; warming up both sides ...", flush=True)
         self.workload = workload
         warm = workload.bodies(100)
         pilot = {}
         for side in sides:
             mine = self._for(side, warm)
-            result = sustained_phase(side, self.stack.kafka.process.pid(), mine, self.opts.concurrency)
+            result = sustained_phase(side, self.broker.pid(), mine, self.opts.concurrency)
             self._track(side.name, mine, result["errors"])
             pilot[side.name] = result["events_per_s"]
         count = int(min(5000, max(200, max(pilot.values()) * self.opts.seconds / EVENTS_PER_BATCH)))
@@ -189,7 +190,7 @@ class Session:
         ratio_rows: list[dict[str, Any]] = []
         for n in range(1, self.opts.rounds + 1):
             figures, rate = self._round(n, sides, workload, count, rate)
-            idle.append(broker_idle_cores(self.stack.kafka.process.pid(), 3.0))
+            idle.append(broker_idle_cores(self.broker.pid(), 3.0))
             rows.extend(figures)
         # The broker's idle CPU, before the rounds and after each: its mean is the fixed cost taken out.
         idle_mean = sum(idle) / len(idle)
@@ -221,7 +222,7 @@ class Session:
         figures: dict[str, dict[str, Any]] = {}
         for side in order:
             mine = self._for(side, bodies)
-            figures[side.name] = sustained_phase(side, self.stack.kafka.process.pid(), mine, self.opts.concurrency)
+            figures[side.name] = sustained_phase(side, self.broker.pid(), mine, self.opts.concurrency)
             self._track(side.name, mine, figures[side.name]["errors"])
             print(f"  {side.name}: {figures[side.name]['events_per_s']:,} events/s", flush=True)
         if rate is None:
