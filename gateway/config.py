@@ -67,11 +67,14 @@ class GatewayConfig:
     uvloop: bool = True  # uvloop when installed; False: asyncio's own loop
     avro_codegen: bool = True  # generated Avro encoders; False: fastavro's writer for every event
     commit_min_interval_ms: float = 10.0
+    commit_busy_interval_ms: float = 50.0  # transactions' spacing while the worker is saturated (see "Tuning")
+    commit_lanes: int = 2  # transactional producers per worker taking turns (docs/gateway.md, "Tuning")
     delivery_timeout_s: float = 5.0
     # A dead worker's open transaction blocks read_committed consumers until the coordinator aborts it after
     # this long (or until the restarted worker fences it): keep it short.
     transaction_timeout_s: float = 10.0
     retry_after_s: int = 1
+    ready_grace_s: float = 30.0  # /readyz stays ready this long after a failed transaction (docs/gateway.md)
     body_timeout_s: float = 10.0
     idle_timeout_s: float = 15.0
     conn_max_age_s: float = 300.0
@@ -118,9 +121,12 @@ class GatewayConfig:
             uvloop=_flag(env, "HEADWATER_GATEWAY_UVLOOP", True),
             avro_codegen=_flag(env, "HEADWATER_GATEWAY_AVRO_CODEGEN", True),
             commit_min_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS", 10.0, 0.0, 1000.0),
+            commit_busy_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS", 50.0, 0.0, 1000.0),
+            commit_lanes=_int(env, "HEADWATER_GATEWAY_COMMIT_LANES", 2, 1, 16),
             delivery_timeout_s=_float(env, "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S", 5.0, 1.0, 300.0),
             transaction_timeout_s=_float(env, "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S", 10.0, 2.0, 900.0),
             retry_after_s=_int(env, "HEADWATER_GATEWAY_RETRY_AFTER_S", 1, 1, 3600),
+            ready_grace_s=_float(env, "HEADWATER_GATEWAY_READY_GRACE_S", 30.0, 0.0, 3600.0),
             body_timeout_s=_float(env, "HEADWATER_GATEWAY_BODY_TIMEOUT_S", 10.0, 0.1, 600.0),
             idle_timeout_s=_float(env, "HEADWATER_GATEWAY_IDLE_TIMEOUT_S", 15.0, 0.1, 3600.0),
             conn_max_age_s=_float(env, "HEADWATER_GATEWAY_CONN_MAX_AGE_S", 300.0, 1.0, 86400.0),

@@ -71,6 +71,11 @@ def node_properties(cfg: StackConfig, node: int) -> dict[str, str]:
             "replica.fetch.max.bytes": str(1024 * 1024),
             # A follower that stops fetching leaves the ISR after 10 s (the default 30 s would stall acks=all longer).
             "replica.lag.time.max.ms": "10000",
+            # A node that dies is fenced by the active controller, and its partitions get new leaders from the
+            # in-sync replicas, 4 s after its last heartbeat (defaults: 9 s, heartbeats every 2 s): producers see
+            # a broker loss as a few seconds of 503s (docs/cluster.md, "What a broker loss costs").
+            "broker.session.timeout.ms": "4000",
+            "broker.heartbeat.interval.ms": "500",
             # Several nodes share one host: fewer threads each.
             "num.io.threads": "2",
             "num.replica.fetchers": "1",

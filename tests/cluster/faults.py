@@ -9,6 +9,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
@@ -68,3 +69,18 @@ def registry(url: str, method: str, path: str, doc: Any = None) -> tuple[int, An
 
 def record_schema(name: str) -> str:
     return json.dumps({"type": "record", "name": name, "fields": [{"name": "a", "type": "string"}]})
+
+
+def active_controller(data_dirs: list[Path]) -> int | None:
+    """The node id of the KRaft quorum's leader, as the surviving nodes record it in their `quorum-state` file
+    (the most recent epoch wins); None while no node names one."""
+    best: tuple[int, int] | None = None
+    for data_dir in data_dirs:
+        try:
+            state = json.loads((data_dir / "__cluster_metadata-0" / "quorum-state").read_text())
+        except (OSError, ValueError):
+            continue
+        leader, epoch = int(state.get("leaderId", -1)), int(state.get("leaderEpoch", -1))
+        if leader > 0 and (best is None or epoch > best[1]):
+            best = (leader, epoch)
+    return best[0] if best else None

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from stack.launcher import Stack
-from tests.cluster.faults import batch_requests, busiest_leader, leaders, record_schema, registry
+from tests.cluster.faults import active_controller, batch_requests, busiest_leader, leaders, record_schema, registry
 from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet, wait_for
+from tests.cluster.window import Prober
 from tests.kafka_helpers import end_offsets
 from tests.sdk_events import EVENTS_TOPIC, arrived
 
@@ -55,20 +56,53 @@ class GoProducer:
         return answer
 
 
+def _targets(profile: Stack, env: dict[str, str]) -> dict[str, str]:
+    """Each gateway directly, and HAProxy (what the SDKs see)."""
+    return {**{f"gateway {port}": f"http://127.0.0.1:{port}" for port in profile.cfg.gateway_ports},
+            "haproxy": env["GATEWAY_URL"]}
+
+
 def test_kill_9_the_leader_of_the_busiest_partitions(cluster: ClusterEnv) -> None:
+    """Also measures, per gateway and through HAProxy, the window from the first failed answer to the first 200."""
     profile, env = cluster
-    with Fleet(env) as fleet:
+    with Fleet(env) as fleet, Prober(_targets(profile, env), env["HEADWATER_WRITE_KEY"]) as prober:
         fleet.wait_acked(EVENTS_PER_FAULT // 5)
         node, partitions = busiest_leader(env["KAFKA_BOOTSTRAP"])
         print(f"\nkill -9 of node {node}, leader of partitions {partitions}")
+        killed = time.monotonic()
         profile.kafka.node(node).kill()
         killed_at = fleet.acknowledged()
         wait_for(lambda: all(leaders(env["KAFKA_BOOTSTRAP"])[p] not in (node, -1) for p in partitions), 90,
                  "new leaders for the busiest partitions")
         fleet.wait_acked(killed_at + 2000)  # producing goes on with two brokers
+        wait_for(lambda: prober.recovered(killed), 120, f"a 200 from every gateway again ({prober.windows(killed)})")
+        print(f"no-200 window after the kill, seconds: {prober.windows(killed)}")
         profile.kafka.node(node).start_process()
         profile.kafka.wait_ready(3)
         fleet.check("leader kill -9")
+
+
+def test_kill_9_the_active_controller(cluster: ClusterEnv) -> None:
+    """The KRaft quorum's leader (a broker too, in this profile) killed under load: the two others elect a new
+    one, producing goes on; the no-200 window per gateway and through HAProxy is printed."""
+    profile, env = cluster
+    dirs = [n.data_dir for n in profile.kafka.nodes]
+    with Fleet(env) as fleet, Prober(_targets(profile, env), env["HEADWATER_WRITE_KEY"]) as prober:
+        fleet.wait_acked(EVENTS_PER_FAULT // 5)
+        node = active_controller(dirs)
+        assert node is not None, "no node records a quorum leader"
+        print(f"\nkill -9 of node {node}, the active controller")
+        killed = time.monotonic()
+        profile.kafka.node(node).kill()
+        killed_at = fleet.acknowledged()
+        others = [d for d in dirs if d != profile.kafka.node(node).data_dir]
+        wait_for(lambda: active_controller(others) not in (None, node), 60, "a new active controller")
+        fleet.wait_acked(killed_at + 2000)
+        wait_for(lambda: prober.recovered(killed), 120, f"a 200 from every gateway again ({prober.windows(killed)})")
+        print(f"no-200 window after the kill, seconds: {prober.windows(killed)}")
+        profile.kafka.node(node).start_process()
+        profile.kafka.wait_ready(3)
+        fleet.check("active controller kill -9")
 
 
 def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv, go_producer: Path, tmp_path: Path) -> None:

@@ -34,6 +34,8 @@ def test_three_voters_replication_three_min_insync_two_no_unclean_election(tmp_p
         assert props["default.replication.factor"] == props["transaction.state.log.replication.factor"] == "3"
         assert props["min.insync.replicas"] == props["transaction.state.log.min.isr"] == "2"
         assert props["unclean.leader.election.enable"] == "false"
+        # A dead node's partitions get new leaders within seconds (the broker-loss window of docs/cluster.md).
+        assert int(props["broker.heartbeat.interval.ms"]) * 4 <= int(props["broker.session.timeout.ms"]) <= 5000
     assert {s.config["min.insync.replicas"] for s in topic_specs(cfg)} == {"2"}
     assert {s.config["min.insync.replicas"] for s in topic_specs(cfg, replication_factor=1)} == {"1"}
 
