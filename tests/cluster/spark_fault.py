@@ -24,9 +24,9 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from stack.spark_standalone import SparkStandalone
 from tests.cluster.spark_recipe import REPO_ROOT, Recipe, offsets_json
-from tests.kafka_helpers import end_offsets
 from tests.spark_pipeline.test_crash_recovery import committed
 from tests.spark_pipeline.truth import Key, live_aggregates, new_topic
+from tests.support.kafka import end_offsets
 
 PRODUCERS = 3
 PER_PRODUCER = int(os.environ.get("HEADWATER_SPARK_FAULT_EVENTS", "10000"))  # at least this many each

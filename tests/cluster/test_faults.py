@@ -16,8 +16,8 @@ import pytest
 from stack.cluster.topology import Cluster
 from tests.cluster.faults import batch_requests, busiest_leader, leaders, record_schema, registry
 from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet, wait_for
-from tests.kafka_helpers import end_offsets
 from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.kafka import end_offsets
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 ClusterEnv = tuple[Cluster, dict[str, str]]

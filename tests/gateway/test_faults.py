@@ -18,7 +18,7 @@ from stack.services import gateway_service
 from stack.topics import EVENTS_TOPIC
 from tests.gateway.fault_load import Load, check, reconcile, wait_for
 from tests.gateway.helpers import batch, dumps, http_post, json_headers, page_view, zstd
-from tests.kafka_helpers import consume_all
+from tests.support.kafka import consume_all
 
 pytestmark = pytest.mark.integration
 

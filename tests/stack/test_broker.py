@@ -16,7 +16,7 @@ from common.envfile import read_env
 from stack.config import REPO_ROOT
 from stack.topics import AGGREGATES_TOPIC, DEADLETTER_TOPIC, EVENTS_TOPIC, SCHEMAS_TOPIC
 from tests.conftest import free_port
-from tests.kafka_helpers import consume_all, values
+from tests.support.kafka import consume_all, values
 
 pytestmark = pytest.mark.integration
 
