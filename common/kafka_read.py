@@ -81,10 +81,20 @@ def watermarks(consumer: Consumer, topic: str, parts: list[int] | None = None,
             except KafkaException as exc:
                 # A topic just created has no leader for a moment (NOT_LEADER_FOR_PARTITION): retriable, retried.
                 err = exc.args[0] if exc.args else None
-                if not (isinstance(err, KafkaError) and err.retriable()) or time.monotonic() > deadline:
+                if not _transient(err) or time.monotonic() > deadline:
                     raise KafkaReadError(f"end offsets of {topic} [{p}]: {exc}") from None
                 time.sleep(RETRY_BACKOFF_S)
     return out
+
+
+_TRANSIENT = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT,
+                        KafkaError._TIMED_OUT})
+
+
+def _transient(err: object) -> bool:
+    """An error that a moment's wait cures (librdkafka does not flag these retriable on metadata calls)."""
+    return isinstance(err, KafkaError) and (err.retriable() or err.code() in _TRANSIENT)
 
 
 def end_offsets(consumer: Consumer, topic: str, parts: list[int] | None = None,

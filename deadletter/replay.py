@@ -20,12 +20,14 @@ from typing import Any
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
+from common.kafka_produce import produce_all
+from common.kafka_read import drain, end_offsets, partitions
 from deadletter.config import ToolConfig
 from deadletter.gateway_code import GatewayError, load_cache
-from deadletter.read import OFFSET_BEGINNING, consumer_config, drain, end_offsets, partitions_of, to_letter
+from deadletter.read import STALL_S, consumer_config, to_letter
 from deadletter.records import BadRecord, Selection
 from deadletter.revalidate import StillInvalid, revalidate
-from gateway.producer import kafka_config, produce_record
+from gateway.producer import kafka_config
 from gateway.records import KafkaRecord
 
 
@@ -80,12 +82,11 @@ class _Run:
         if self.producer is not None:
             # First: abort what a killed run with this name left open, so its offsets are stable to read.
             self.producer.init_transactions(30)
-        parts = partitions_of(self.consumer, topic)
+        parts = partitions(self.consumer, topic)
         committed = self.consumer.committed([TopicPartition(topic, p) for p in parts], timeout=30)
-        starts = {tp.partition: tp.offset if tp.offset >= 0 else OFFSET_BEGINNING for tp in committed}
+        starts = {tp.partition: tp.offset for tp in committed}  # no committed offset yet: the beginning
         ends = end_offsets(self.consumer, topic, parts)
-        self.consumer.assign([TopicPartition(topic, p, starts[p]) for p in parts])
-        for msg in drain(self.consumer, ends):
+        for msg in drain(self.consumer, topic, starts, ends, timeout_s=None, stall_s=STALL_S):
             self._take(msg)
             if self.scanned_in_chunk >= self.opts.per_transaction:
                 self._commit()
@@ -129,8 +130,7 @@ class _Run:
         if self.producer is not None:
             p = self.producer
             p.begin_transaction()
-            for record in self.chunk:
-                _produce(p, record)
+            produce_all(p, self.chunk, deadline=time.monotonic() + self.cfg.transaction_timeout_s)
             p.send_offsets_to_transaction(offsets, self.consumer.consumer_group_metadata(), 30)
             p.commit_transaction(60)
         self.report.replayed += len(self.chunk)
@@ -147,21 +147,12 @@ class _Run:
             self.producer.flush(10)
 
 
-def _produce(producer: Producer, record: KafkaRecord) -> None:
-    while True:
-        try:
-            produce_record(producer, record)
-            return
-        except BufferError:
-            producer.poll(0.1)
-
-
 def replay(cfg: ToolConfig, opts: ReplayOptions, progress: Callable[[str], None] = print) -> ReplayReport:
     """Run (or resume) the replay named `opts.run` up to the dead-letter topic's current end."""
     if not cfg.registry_url:
         raise ReplayError("REGISTRY_URL is not set")
     try:
-        cache = load_cache(cfg.registry_url)
+        cache = load_cache(cfg.registry_url, cfg.topics)
     except GatewayError as exc:
         raise ReplayError(str(exc)) from None
     run = _Run(cfg, opts, cache, progress)
