@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,12 +11,9 @@ import pytest
 from common.envfile import read_env
 from stack.config import StackConfig
 from stack.launcher import Stack
+from tests.support.ports import free_port
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+__all__ = ["free_port"]  # tests import it from here too
 
 
 @pytest.fixture(scope="session")

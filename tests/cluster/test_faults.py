@@ -15,9 +15,10 @@ import pytest
 
 from stack.cluster.topology import Cluster
 from tests.cluster.faults import batch_requests, busiest_leader, leaders, record_schema, registry
-from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet, wait_for
+from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet
 from tests.sdk_events import EVENTS_TOPIC, arrived
 from tests.support.kafka import end_offsets
+from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 ClusterEnv = tuple[Cluster, dict[str, str]]
@@ -63,8 +64,8 @@ def test_kill_9_the_leader_of_the_busiest_partitions(cluster: ClusterEnv) -> Non
         print(f"\nkill -9 of node {node}, leader of partitions {partitions}")
         profile.brokers.node(node).kill()
         killed_at = fleet.acknowledged()
-        wait_for(lambda: all(leaders(env["KAFKA_BOOTSTRAP"])[p] not in (node, -1) for p in partitions), 90,
-                 "new leaders for the busiest partitions")
+        wait_for("new leaders for the busiest partitions",
+                 lambda: all(leaders(env["KAFKA_BOOTSTRAP"])[p] not in (node, -1) for p in partitions), 90)
         fleet.wait_acked(killed_at + 2000)  # producing goes on with two brokers
         profile.brokers.node(node).start_process()
         profile.brokers.wait_ready(3)
@@ -138,7 +139,7 @@ def test_kill_9_a_registry_the_other_serves_and_writes_work(cluster: ClusterEnv)
         return {"cluster-before-0", "cluster-before-1"} <= set(registry(url, "GET", "/subjects")[1])
 
     for url in direct:
-        wait_for(lambda url=url: both_seen(url), 30, f"both writes visible on {url}")  # type: ignore[misc]
+        wait_for(f"both writes visible on {url}", lambda url=url: both_seen(url), 30)  # type: ignore[misc]
     with Fleet(env) as fleet:
         fleet.wait_acked(EVENTS_PER_FAULT // 5)
         profile.registry_process(1).kill()

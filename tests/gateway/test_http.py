@@ -6,7 +6,6 @@ import asyncio
 import base64
 import gzip
 import json
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -30,20 +29,15 @@ from tests.gateway.helpers import (
     page_view,
     zstd,
 )
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration  # real HTTP on a loopback socket: not a unit test
 REVOKED = "hw_revoked-key-0123456789abcdefghijklmnopqrstuvwxyz"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def make_cfg(**overrides: Any) -> GatewayConfig:
     keys = parse_keys(f"dev:{hash_key(WRITE_KEY)},old:{hash_key(REVOKED)}:revoked")
-    cfg = GatewayConfig(host="127.0.0.1", port=_free_port(), workers=1, bootstrap="unused:1",
+    cfg = GatewayConfig(host="127.0.0.1", port=free_port(), workers=1, bootstrap="unused:1",
                         registry_url="http://unused", keys=keys, trusted_proxies=frozenset({"127.0.0.1"}),
                         limits=Limits(max_ratio=20), commit_window_ms=1.0, body_timeout_s=0.5,
                         idle_timeout_s=0.5, conn_max_requests=3, conn_jitter=0.0)
