@@ -30,6 +30,7 @@ from tests.gateway.helpers import (
     zstd,
 )
 from tests.support.ports import free_port
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration  # real HTTP on a loopback socket: not a unit test
 REVOKED = "hw_revoked-key-0123456789abcdefghijklmnopqrstuvwxyz"
@@ -144,7 +145,7 @@ async def _slow(url: str, s: aiohttp.ClientSession, _p: list[FakeProducer], _r: 
     async def trickle() -> AsyncIterator[bytes]:
         for _ in range(20):
             yield b" "
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # a slow client: the pace of its body is the test's input
 
     status, body, _ = await post(s, url, trickle(), headers("identity"))  # type: ignore[arg-type]
     assert status == 408 and body["code"] == "request_timeout"
@@ -237,7 +238,7 @@ def test_graceful_shutdown_finishes_in_flight_batches() -> None:
         url = f"http://127.0.0.1:{cfg.port}"
         async with aiohttp.ClientSession() as session:
             in_flight = asyncio.create_task(post(session, url, zstd(dumps(batch(page_view()))), headers()))
-            await asyncio.sleep(0.2)  # the batch is in the commit thread's transaction now
+            await wait_until("the batch in the commit thread's transaction", lambda: producers and producers[0].open)
             await runner.cleanup()
             status, body, _ = await in_flight
         assert status == 200 and body["accepted"] == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -33,3 +34,15 @@ def eventually(check: Callable[[], T], timeout_s: float = 10.0, *, interval_s: f
         if last or time.monotonic() >= deadline:
             return last or None
         time.sleep(interval_s)
+
+
+async def wait_until(what: str, check: Callable[[], T], timeout_s: float = 10.0, *, interval_s: float = 0.01) -> T:
+    """`wait_for` inside a running event loop: the loop keeps serving while the condition is polled."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        last = check()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}; last: {last!r}")
+        await asyncio.sleep(interval_s)
