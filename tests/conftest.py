@@ -11,9 +11,15 @@ import pytest
 from common.envfile import read_env
 from stack.config import StackConfig
 from stack.launcher import Stack
+from tests.support import times
 from tests.support.ports import free_port
 
 __all__ = ["free_port"]  # tests import it from here too
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Seconds per test folder at the end of every run (tests/support/times.py)."""
+    times.register(config)
 
 
 @pytest.fixture(scope="session")
