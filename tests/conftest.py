@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from common.envfile import read_env
-from stack.config import StackConfig
 from stack.launcher import Stack
 from tests.support import times
 from tests.support.ports import free_port
+from tests.support.stack import private_stack_config
 
 __all__ = ["free_port"]  # tests import it from here too
 
@@ -34,16 +34,7 @@ def stack_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
     if existing:
         yield read_env(Path(existing))
         return
-    state = tmp_path_factory.mktemp("stack")
-    cfg = StackConfig.from_env({
-        "HEADWATER_STATE_DIR": str(state),
-        "HEADWATER_KAFKA_PORT": str(free_port()),
-        "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()),
-        "HEADWATER_REGISTRY_PORT": str(free_port()),
-        "HEADWATER_GATEWAY_PORT": str(free_port()),
-        "HEADWATER_EVENTS_PARTITIONS": "3",
-    })
-    stack = Stack(cfg)
+    stack = Stack(private_stack_config(tmp_path_factory.mktemp("stack")))
     try:
         yield stack.up().env
     finally:

@@ -15,7 +15,7 @@ from stack.cluster.config import ClusterConfig
 from stack.cluster.haproxy import HAProxy
 from stack.cluster.topology import Cluster
 from stack.config import REPO_ROOT
-from tests.conftest import free_port
+from tests.support.ports import free_port
 
 # Short Kafka timeouts so that lost brokers turn into 503s within seconds (as the single-node fault suite does).
 CLUSTER_GATEWAY_ENV = {

@@ -16,7 +16,7 @@ import pytest
 
 from common.registry_client import RegistryClient
 from stack.config import REPO_ROOT
-from tests.conftest import free_port
+from tests.support.ports import free_port
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
