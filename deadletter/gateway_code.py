@@ -27,9 +27,9 @@ from gateway.records import RequestMeta
 from gateway.schema_cache import HttpRegistry, NotFound, SchemaCache
 from gateway.schemas import TopicMap
 
-__all__ = ["BATCH_SCHEMA", "GatewayConfigError", "GatewayError", "Limits", "NotFound", "Plan", "RequestMeta",
-           "TopicMap", "decode_avro_batch", "decode_json_batch", "load_cache", "new_cache", "plan_avro", "plan_json",
-           "topic_map"]
+__all__ = ["BATCH_SCHEMA", "GatewayConfigError", "GatewayError", "Limits", "NotFound", "Plan", "RegistryUnavailable",
+           "RequestMeta", "TopicMap", "decode_avro_batch", "decode_json_batch", "load_cache", "new_cache", "plan_avro",
+           "plan_json", "topic_map"]
 
 
 def topic_map(events_topic: str, overrides: str) -> TopicMap:

@@ -19,16 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from common.kafka_produce import produce_all
 from common.kafka_read import drain, end_offsets, partitions
 from deadletter.config import ToolConfig
-from deadletter.gateway_code import GatewayError, load_cache
+from deadletter.gateway_code import GatewayError, RegistryUnavailable, load_cache
 from deadletter.read import STALL_S, consumer_config, to_letter
 from deadletter.records import BadRecord, Selection
 from deadletter.revalidate import StillInvalid, revalidate
 from gateway.producer import kafka_config
 from gateway.records import KafkaRecord
+
+REGISTRY_WAIT_S = 30.0  # how long a run waits for an unreachable registry before it gives up (exit 1)
 
 
 class ReplayError(RuntimeError):
@@ -152,7 +155,11 @@ def replay(cfg: ToolConfig, opts: ReplayOptions, progress: Callable[[str], None]
     if not cfg.registry_url:
         raise ReplayError("REGISTRY_URL is not set")
     try:
-        cache = load_cache(cfg.registry_url, cfg.topics)
+        # A registry restarting (or failing over) answers again within seconds: wait for it rather than fail the run.
+        for attempt in Retrying(stop=stop_after_delay(REGISTRY_WAIT_S), wait=wait_exponential(min=0.5, max=5),
+                                retry=retry_if_exception_type(RegistryUnavailable), reraise=True):
+            with attempt:
+                cache = load_cache(cfg.registry_url, cfg.topics)
     except GatewayError as exc:
         raise ReplayError(str(exc)) from None
     run = _Run(cfg, opts, cache, progress)

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
+from deadletter import replay as replay_module
 from deadletter.config import ConfigError, ToolConfig
 from deadletter.gateway_code import new_cache
 from deadletter.records import Letter, parse
 from deadletter.revalidate import StillInvalid, forgery, revalidate
 from deadletter.summary import iso, summarise, summary_table, table
 from deadletter.text import cell, safe, safe_json
+from gateway.errors import RegistryUnavailable
 from gateway.records import Headers, Rejection, RequestMeta, SchemaRef, dead_letter
 from tests.deadletter.fakes import FakeRegistry, page_view
 
@@ -103,3 +105,17 @@ def test_control_and_reordering_characters_are_escaped() -> None:
     assert json.loads(doc) == {"k": "\x1b\x9b\u202e\u2066"} and not any(c in doc for c in "\x1b\x9b\u202e\u2066")
     rendered = table([["a\x1b[31m", "b"]], ["h1", "h2"])
     assert "\x1b" not in rendered and rendered.splitlines()[2].startswith("a\\x1b[31m")
+
+
+def test_replay_waits_for_an_unreachable_registry_then_fails_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def down(url: str, topics: Any) -> Any:
+        calls.append(url)
+        raise RegistryUnavailable("registry unreachable")
+
+    monkeypatch.setattr(replay_module, "load_cache", down)
+    monkeypatch.setattr(replay_module, "REGISTRY_WAIT_S", 1.0)
+    with pytest.raises(replay_module.ReplayError, match="unreachable"):
+        replay_module.replay(ToolConfig(bootstrap="k:1", registry_url="http://r"), replay_module.ReplayOptions(run="r"))
+    assert len(calls) >= 2  # tried again (tenacity) before giving up
