@@ -147,20 +147,29 @@ def drain(consumer: Consumer, topic: str, starts: Mapping[int, int], ends: Mappi
             if offset + 1 >= ends[partition]:
                 pending.discard(partition)
             yield msg
-        if pending:
-            for tp in consumer.position([TopicPartition(topic, p) for p in sorted(pending)]):
-                if tp.offset >= ends[tp.partition]:
-                    pending.discard(tp.partition)
-                if tp.offset > positions.get(tp.partition, tp.offset):
-                    progressed = True
-                if tp.offset >= 0:
-                    positions[tp.partition] = tp.offset
+        if pending and _positions_advanced(consumer, topic, pending, ends, positions):
+            progressed = True
         now = time.monotonic()
         if progressed:
             last_progress = now
         if pending and (now - last_progress > stall_s or (deadline is not None and now > deadline)):
             raise _timeout(topic, pending, timeout_s if deadline is not None and now > deadline else None,
                            stall_s, retriable)
+
+
+def _positions_advanced(consumer: Consumer, topic: str, pending: set[int], ends: Mapping[int, int],
+                        positions: dict[int, int]) -> bool:
+    """Drop from `pending` the partitions whose position reached their end (the last offsets may hold no record
+    to return: transaction markers, aborted or compacted records); True when any position moved."""
+    moved = False
+    for tp in consumer.position([TopicPartition(topic, p) for p in sorted(pending)]):
+        if tp.offset >= ends[tp.partition]:
+            pending.discard(tp.partition)
+        if tp.offset > positions.get(tp.partition, tp.offset):
+            moved = True
+        if tp.offset >= 0:
+            positions[tp.partition] = tp.offset
+    return moved
 
 
 def _timeout(topic: str, pending: set[int], timeout_s: float | None, stall_s: float,
