@@ -22,6 +22,7 @@ from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
 
 OFFSET_BEGINNING = -2  # librdkafka's logical offsets
 OFFSET_END = -1
@@ -71,20 +72,30 @@ def watermarks(consumer: Consumer, topic: str, parts: list[int] | None = None,
     """partition -> (first offset, end offset) now; the end is the last stable offset for a read_committed
     consumer (records of open transactions are not readable yet)."""
     parts = partitions(consumer, topic, timeout_s) if parts is None else parts
-    deadline = time.monotonic() + timeout_s
     out: dict[int, tuple[int, int]] = {}
     for p in parts:
-        while p not in out:
-            try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s, cached=False)
-                out[p] = (int(low), int(high))
-            except KafkaException as exc:
-                # A topic just created has no leader for a moment (NOT_LEADER_FOR_PARTITION): retriable, retried.
-                err = exc.args[0] if exc.args else None
-                if not (isinstance(err, KafkaError) and err.retriable()) or time.monotonic() > deadline:
-                    raise KafkaReadError(f"end offsets of {topic} [{p}]: {exc}") from None
-                time.sleep(RETRY_BACKOFF_S)
+        try:
+            # A topic just created has no leader for a moment (NOT_LEADER_FOR_PARTITION): retried until timeout_s.
+            for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(RETRY_BACKOFF_S),
+                                    retry=retry_if_exception(_transient), reraise=True):
+                with attempt:
+                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s,
+                                                               cached=False)
+        except KafkaException as exc:
+            raise KafkaReadError(f"end offsets of {topic} [{p}]: {exc}") from None
+        out[p] = (int(low), int(high))
     return out
+
+
+_TRANSIENT = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT,
+                        KafkaError._TIMED_OUT})
+
+
+def _transient(exc: BaseException) -> bool:
+    """An error that a moment's wait cures (librdkafka does not flag these retriable on metadata calls)."""
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(err, KafkaError) and (err.retriable() or err.code() in _TRANSIENT)
 
 
 def end_offsets(consumer: Consumer, topic: str, parts: list[int] | None = None,
@@ -136,20 +147,29 @@ def drain(consumer: Consumer, topic: str, starts: Mapping[int, int], ends: Mappi
             if offset + 1 >= ends[partition]:
                 pending.discard(partition)
             yield msg
-        if pending:
-            for tp in consumer.position([TopicPartition(topic, p) for p in sorted(pending)]):
-                if tp.offset >= ends[tp.partition]:
-                    pending.discard(tp.partition)
-                if tp.offset > positions.get(tp.partition, tp.offset):
-                    progressed = True
-                if tp.offset >= 0:
-                    positions[tp.partition] = tp.offset
+        if pending and _positions_advanced(consumer, topic, pending, ends, positions):
+            progressed = True
         now = time.monotonic()
         if progressed:
             last_progress = now
         if pending and (now - last_progress > stall_s or (deadline is not None and now > deadline)):
             raise _timeout(topic, pending, timeout_s if deadline is not None and now > deadline else None,
                            stall_s, retriable)
+
+
+def _positions_advanced(consumer: Consumer, topic: str, pending: set[int], ends: Mapping[int, int],
+                        positions: dict[int, int]) -> bool:
+    """Drop from `pending` the partitions whose position reached their end (the last offsets may hold no record
+    to return: transaction markers, aborted or compacted records); True when any position moved."""
+    moved = False
+    for tp in consumer.position([TopicPartition(topic, p) for p in sorted(pending)]):
+        if tp.offset >= ends[tp.partition]:
+            pending.discard(tp.partition)
+        if tp.offset > positions.get(tp.partition, tp.offset):
+            moved = True
+        if tp.offset >= 0:
+            positions[tp.partition] = tp.offset
+    return moved
 
 
 def _timeout(topic: str, pending: set[int], timeout_s: float | None, stall_s: float,

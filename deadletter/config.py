@@ -6,17 +6,20 @@
 | `REGISTRY_URL` | (required for `replay`) | the Confluent-compatible schema registry the gateway uses |
 | `DEADLETTER_TOPIC` | `headwater.deadletter` | where the gateway writes rejected events |
 | `HEADWATER_REPLAY_TRANSACTION_TIMEOUT_S` | `60` | an abandoned (killed) replay transaction is aborted after this |
+| `HEADWATER_GATEWAY_EVENTS_TOPIC` | `headwater.events` | as the gateway's: where replayed events go |
+| `HEADWATER_GATEWAY_TOPIC_OVERRIDES` | (none) | as the gateway's: `type=topic,...`, the event types written elsewhere |
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.env import env_float
 from common.envfile import read_env
+from deadletter.gateway_code import GatewayConfigError, TopicMap, topic_map
 
 DEFAULT_ENV_FILE = Path(__file__).resolve().parent.parent / ".headwater" / "stack.env"
 
@@ -31,14 +34,21 @@ class ToolConfig:
     registry_url: str
     deadletter_topic: str = "headwater.deadletter"
     transaction_timeout_s: float = 60.0
+    topics: TopicMap = field(default_factory=TopicMap)  # the gateway's routing of event types to topics
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ToolConfig:
         bootstrap = env.get("KAFKA_BOOTSTRAP", "")
         if not bootstrap:
             raise ConfigError("KAFKA_BOOTSTRAP is not set (run `make up`, or pass --env-file)")
+        try:
+            topics = topic_map(env.get("HEADWATER_GATEWAY_EVENTS_TOPIC") or "headwater.events",
+                               env.get("HEADWATER_GATEWAY_TOPIC_OVERRIDES", ""))
+        except GatewayConfigError as exc:
+            raise ConfigError(str(exc)) from None
         return cls(
             bootstrap=bootstrap,
+            topics=topics,
             registry_url=env.get("REGISTRY_URL", ""),
             deadletter_topic=env.get("DEADLETTER_TOPIC") or "headwater.deadletter",
             transaction_timeout_s=env_float(env, "HEADWATER_REPLAY_TRANSACTION_TIMEOUT_S", 60.0, 1.0, 900.0,

@@ -15,12 +15,12 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_fixed
 
 from registry.errors import StoreUnavailable
 from registry.schema_log import Apply, Record, WriterFenced
@@ -31,6 +31,10 @@ rdkafka_log = logging.getLogger("registry.rdkafka")
 
 
 _LEADER_MOVED = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+
+
+def _leader_moved(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaException) and bool(exc.args) and exc.args[0].code() in _LEADER_MOVED
 
 
 class KafkaLog:
@@ -120,18 +124,19 @@ class KafkaLog:
         After a leader change (a broker of a cluster restarted or killed) the first query may reach the old leader
         and get NOT_LEADER; the client refreshes its metadata meanwhile, so the query is retried within the timeout.
         """
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                _, high = await asyncio.to_thread(self._meta.get_watermark_offsets, TopicPartition(self.topic, 0),
-                                                  self.timeout_s, False)
-                break
-            except KafkaException as exc:
-                if exc.args[0].code() not in _LEADER_MOVED or time.monotonic() > deadline:
-                    raise StoreUnavailable(f"{self.topic}: {exc}") from None
-                await asyncio.sleep(0.2)
-                with contextlib.suppress(KafkaException):  # refresh the leaders now rather than on librdkafka's timer
-                    await asyncio.to_thread(self._meta.list_topics, self.topic, 5.0)
+        async def refresh_leaders(_: RetryCallState) -> None:  # now, rather than on librdkafka's metadata timer
+            with contextlib.suppress(KafkaException):
+                await asyncio.to_thread(self._meta.list_topics, self.topic, 5.0)
+
+        try:
+            async for attempt in AsyncRetrying(stop=stop_after_delay(self.timeout_s), wait=wait_fixed(0.2),
+                                               retry=retry_if_exception(_leader_moved), before_sleep=refresh_leaders,
+                                               reraise=True):
+                with attempt:
+                    _, high = await asyncio.to_thread(self._meta.get_watermark_offsets,
+                                                      TopicPartition(self.topic, 0), self.timeout_s, False)
+        except KafkaException as exc:
+            raise StoreUnavailable(f"{self.topic}: {exc}") from None
         await self._wait_position(int(high))
 
     async def acquire_writer(self) -> None:

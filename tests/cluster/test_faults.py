@@ -15,10 +15,11 @@ import pytest
 
 from stack.launcher import Stack
 from tests.cluster.faults import active_controller, batch_requests, busiest_leader, leaders, record_schema, registry
-from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet, wait_for
+from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet
 from tests.cluster.window import Prober
-from tests.kafka_helpers import end_offsets
 from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.kafka import end_offsets
+from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 ClusterEnv = tuple[Stack, dict[str, str]]
@@ -72,10 +73,10 @@ def test_kill_9_the_leader_of_the_busiest_partitions(cluster: ClusterEnv) -> Non
         killed = time.monotonic()
         profile.kafka.node(node).kill()
         killed_at = fleet.acknowledged()
-        wait_for(lambda: all(leaders(env["KAFKA_BOOTSTRAP"])[p] not in (node, -1) for p in partitions), 90,
-                 "new leaders for the busiest partitions")
+        wait_for("new leaders for the busiest partitions",
+                 lambda: all(leaders(env["KAFKA_BOOTSTRAP"])[p] not in (node, -1) for p in partitions), 90)
         fleet.wait_acked(killed_at + 2000)  # producing goes on with two brokers
-        wait_for(lambda: prober.recovered(killed), 120, f"a 200 from every gateway again ({prober.windows(killed)})")
+        wait_for("a 200 from every gateway again", lambda: prober.recovered(killed), 120)
         print(f"no-200 window after the kill, seconds: {prober.windows(killed)}")
         profile.kafka.node(node).start_process()
         profile.kafka.wait_ready(3)
@@ -96,9 +97,9 @@ def test_kill_9_the_active_controller(cluster: ClusterEnv) -> None:
         profile.kafka.node(node).kill()
         killed_at = fleet.acknowledged()
         others = [d for d in dirs if d != profile.kafka.node(node).data_dir]
-        wait_for(lambda: active_controller(others) not in (None, node), 60, "a new active controller")
+        wait_for("a new active controller", lambda: active_controller(others) not in (None, node), 60)
         fleet.wait_acked(killed_at + 2000)
-        wait_for(lambda: prober.recovered(killed), 120, f"a 200 from every gateway again ({prober.windows(killed)})")
+        wait_for("a 200 from every gateway again", lambda: prober.recovered(killed), 120)
         print(f"no-200 window after the kill, seconds: {prober.windows(killed)}")
         profile.kafka.node(node).start_process()
         profile.kafka.wait_ready(3)
@@ -172,7 +173,7 @@ def test_kill_9_a_registry_the_other_serves_and_writes_work(cluster: ClusterEnv)
         return {"cluster-before-0", "cluster-before-1"} <= set(registry(url, "GET", "/subjects")[1])
 
     for url in direct:
-        wait_for(lambda url=url: both_seen(url), 30, f"both writes visible on {url}")  # type: ignore[misc]
+        wait_for(f"both writes visible on {url}", lambda url=url: both_seen(url), 30)  # type: ignore[misc]
     with Fleet(env) as fleet:
         fleet.wait_acked(EVENTS_PER_FAULT // 5)
         profile.registry_process(1).kill()
