@@ -32,7 +32,9 @@ class ServerTls:
         return ctx
 
     def reload(self, ctx: ssl.SSLContext) -> None:
-        """Load the (rotated) files into `ctx`: new handshakes use them, open connections keep theirs."""
+        """Load the (rotated) files into `ctx`: new handshakes use them, open connections keep theirs. The files
+        are tried on a scratch context first, so a bad pair raises and leaves `ctx` as it was."""
+        self.context()
         ctx.load_cert_chain(self.cert, self.key)
         if self.client_ca:
             ctx.load_verify_locations(cafile=self.client_ca)

@@ -55,13 +55,14 @@ def build_app(cfg: GatewayConfig, worker: int = 0, *, source: SchemaSource | Non
     """The worker's app; `source` and `factory` replace the registry and Kafka in tests."""
     if cfg.shared_dir:
         Path(cfg.shared_dir).mkdir(parents=True, exist_ok=True)
-    registry = HttpRegistry(cfg.registry_url, cfg.registry_timeout_s) if source is None else None
+    registry = HttpRegistry(cfg.registry_url, cfg.registry_timeout_s, cfg.registry_access) if source is None else None
     cache = schema_cache(cfg, registry if registry is not None else source)  # type: ignore[arg-type]
     if factory is None:
         tx_id = f"{cfg.transactional_id_prefix}-{worker}"
-        factory = confluent_factory(kafka_config(cfg.bootstrap, tx_id, cfg.delivery_timeout_s,
-                                                 cfg.transaction_timeout_s, compression=cfg.kafka_compression,
-                                                 linger_ms=cfg.kafka_linger_ms))
+        factory = confluent_factory({**kafka_config(cfg.bootstrap, tx_id, cfg.delivery_timeout_s,
+                                                    cfg.transaction_timeout_s, compression=cfg.kafka_compression,
+                                                    linger_ms=cfg.kafka_linger_ms),
+                                     **cfg.kafka_security.librdkafka()})
     committer = GroupCommitter(factory, commit_settings(cfg), CommitMetrics())
     gw = Gateway(cfg, cache, committer,
                  InFlight(cfg.limits.max_inflight_events, cfg.limits.max_inflight_bytes, cfg.retry_after_s),
