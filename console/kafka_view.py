@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import urllib.request
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,6 +16,8 @@ from typing import Any
 import fastavro
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from common.registry_access import RegistryAccess
+from common.registry_client import RegistryClient
 from console.config import ConsoleConfig
 
 AggKey = tuple[str, int, str, str]  # granularity, window start (epoch ms), event type, region
@@ -37,14 +38,14 @@ class KafkaFigures:
 class SchemaLookup:
     """Writer schemas by id from the registry (`/schemas/ids/<id>`), parsed once."""
 
-    def __init__(self, registry_url: str) -> None:
-        self._url = registry_url
+    def __init__(self, registry_url: str, access: RegistryAccess | None = None) -> None:
+        self._client = RegistryClient.of(registry_url, access or RegistryAccess(), timeout_s=5)
         self._parsed: dict[int, Any] = {}
 
     def get(self, schema_id: int) -> Any:
         if schema_id not in self._parsed:
-            with urllib.request.urlopen(f"{self._url}/schemas/ids/{schema_id}", timeout=5) as resp:
-                self._parsed[schema_id] = fastavro.parse_schema(json.loads(json.loads(resp.read())["schema"]))
+            text = self._client.call("GET", f"/schemas/ids/{schema_id}")["schema"]
+            self._parsed[schema_id] = fastavro.parse_schema(json.loads(text))
         return self._parsed[schema_id]
 
 
@@ -65,9 +66,10 @@ class KafkaView:
         self.topics = (cfg.events_topic, cfg.deadletter_topic, cfg.aggregates_topic)
         self.budget = budget
         self.figures = KafkaFigures()
-        self._schemas = SchemaLookup(cfg.registry_url)
+        self._schemas = SchemaLookup(cfg.registry_url, cfg.registry_access)
         self._consumer = Consumer({
-            "bootstrap.servers": cfg.bootstrap, "group.id": f"headwater.console.{uuid.uuid4()}",
+            "bootstrap.servers": cfg.bootstrap, **cfg.kafka_security.librdkafka(),
+            "group.id": f"headwater.console.{uuid.uuid4()}",
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": "read_committed",
         })
         self._assigned = False

@@ -7,7 +7,6 @@ import io
 import json
 import re
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import fastavro
 from confluent_kafka import KafkaException
 
+from common.registry_client import RegistryClient
 from deadletter.config import ConfigError, ToolConfig
 from deadletter.read import ReadError, read_one, scan
 from deadletter.records import BadRecord, Letter, Selection, decoded_payload
@@ -62,7 +62,7 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 def _selected(cfg: ToolConfig, sel: Selection) -> Iterator[Letter]:
     bad = 0
-    for item in scan(cfg.bootstrap, cfg.deadletter_topic, sel.since_ms):
+    for item in scan(cfg.bootstrap, cfg.deadletter_topic, sel.since_ms, cfg.kafka_security):
         if isinstance(item, BadRecord):
             bad += 1
         elif sel.matches(item):
@@ -76,7 +76,7 @@ def _show(cfg: ToolConfig, position: str) -> int:
     if not (sep and part.isdigit() and off.isdigit()):
         print(f"deadletter: position {position!r} is not PARTITION:OFFSET", file=sys.stderr)
         return 2
-    letter = read_one(cfg.bootstrap, cfg.deadletter_topic, int(part), int(off))
+    letter = read_one(cfg.bootstrap, cfg.deadletter_topic, int(part), int(off), cfg.kafka_security)
     v = letter.value
     doc: dict[str, Any] = {
         "position": letter.position, "reason": v.reason, "message": v.message, "event_type": v.event_type,
@@ -95,10 +95,10 @@ def _writer_schema(cfg: ToolConfig, letter: Letter) -> Any:
     framed = letter.raw_payload
     if letter.value.payload_encoding != "avro" or len(framed) < 5 or not cfg.registry_url:
         return None
-    url = f"{cfg.registry_url.rstrip('/')}/schemas/ids/{int.from_bytes(framed[1:5], 'big')}"
+    client = RegistryClient.of(cfg.registry_url, cfg.registry_access)
     try:
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            schema = fastavro.parse_schema(json.loads(json.loads(resp.read())["schema"]))
+        text = client.call("GET", f"/schemas/ids/{int.from_bytes(framed[1:5], 'big')}")["schema"]
+        schema = fastavro.parse_schema(json.loads(text))
         fastavro.schemaless_reader(io.BytesIO(framed[5:]), schema)
     except Exception:  # unknown id, registry down, unreadable bytes: show the envelope instead
         return None

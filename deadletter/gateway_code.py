@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from common.registry_access import RegistryAccess
 from gateway import ingest
 from gateway.avro_batch import BATCH_SCHEMA, decode_avro_batch
 from gateway.config import Limits
@@ -30,10 +31,10 @@ def new_cache(source: Any) -> SchemaCache:
     return SchemaCache(source)
 
 
-def load_cache(registry_url: str, timeout_s: float = 10.0) -> SchemaCache:
+def load_cache(registry_url: str, timeout_s: float = 10.0, *, access: RegistryAccess | None = None) -> SchemaCache:
     """Every registered version of every event subject, loaded by the gateway's cache; RegistryUnavailable."""
     async def fill() -> SchemaCache:
-        source = HttpRegistry(registry_url, timeout_s)
+        source = HttpRegistry(registry_url, timeout_s, access)
         cache = new_cache(source)
         try:
             await cache.refresh()

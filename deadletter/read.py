@@ -9,6 +9,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from common.kafka_security import KafkaSecurity
 from deadletter.records import BadRecord, Letter, parse
 
 # librdkafka's "no committed offset" (OFFSET_INVALID) and "the beginning" (OFFSET_BEGINNING).
@@ -20,10 +21,12 @@ class ReadError(RuntimeError):
     """The topic could not be read (Kafka unreachable, topic missing); the message says which."""
 
 
-def consumer_config(bootstrap: str, group_id: str | None = None) -> dict[str, Any]:
+def consumer_config(bootstrap: str, group_id: str | None = None,
+                    security: KafkaSecurity | None = None) -> dict[str, Any]:
     """read_committed: dead letters of aborted gateway transactions were never dead letters."""
     return {
         "bootstrap.servers": bootstrap,
+        **(security or KafkaSecurity()).librdkafka(),
         "group.id": group_id or f"headwater.deadletter.read.{uuid.uuid4()}",
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
@@ -88,9 +91,10 @@ def to_letter(msg: Message) -> Letter:
     return parse(msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value(), msg.headers())
 
 
-def scan(bootstrap: str, topic: str, since_ms: int | None = None) -> Iterator[Letter | BadRecord]:
+def scan(bootstrap: str, topic: str, since_ms: int | None = None,
+         security: KafkaSecurity | None = None) -> Iterator[Letter | BadRecord]:
     """Every dead letter from `since_ms` (or the beginning) to the current end; unreadable records as BadRecord."""
-    consumer = Consumer(consumer_config(bootstrap))
+    consumer = Consumer(consumer_config(bootstrap, security=security))
     try:
         parts = partitions_of(consumer, topic)
         ends = end_offsets(consumer, topic, parts)
@@ -105,9 +109,10 @@ def scan(bootstrap: str, topic: str, since_ms: int | None = None) -> Iterator[Le
         consumer.close()
 
 
-def read_one(bootstrap: str, topic: str, partition: int, offset: int) -> Letter:
+def read_one(bootstrap: str, topic: str, partition: int, offset: int,
+             security: KafkaSecurity | None = None) -> Letter:
     """The dead letter at partition:offset; ReadError when there is none."""
-    consumer = Consumer(consumer_config(bootstrap))
+    consumer = Consumer(consumer_config(bootstrap, security=security))
     try:
         if partition not in partitions_of(consumer, topic):
             raise ReadError(f"topic {topic} has no partition {partition}")

@@ -64,12 +64,13 @@ class _Run:
                  progress: Callable[[str], None]) -> None:
         self.cfg, self.opts, self.cache, self.progress = cfg, opts, cache, progress
         self.report = ReplayReport()
-        self.consumer = Consumer(consumer_config(cfg.bootstrap, group_id(opts.run)))
+        self.consumer = Consumer(consumer_config(cfg.bootstrap, group_id(opts.run), cfg.kafka_security))
         self.producer: Producer | None = None
         if not opts.dry_run:
-            self.producer = Producer(kafka_config(cfg.bootstrap, f"headwater-deadletter-replay.{opts.run}",
-                                                  delivery_timeout_s=min(30.0, cfg.transaction_timeout_s),
-                                                  transaction_timeout_s=cfg.transaction_timeout_s))
+            self.producer = Producer({**kafka_config(cfg.bootstrap, f"headwater-deadletter-replay.{opts.run}",
+                                                     delivery_timeout_s=min(30.0, cfg.transaction_timeout_s),
+                                                     transaction_timeout_s=cfg.transaction_timeout_s),
+                                      **cfg.kafka_security.librdkafka()})
         self.chunk: list[KafkaRecord] = []
         self.chunk_offsets: dict[int, int] = {}
         self.scanned_in_chunk = 0
@@ -161,7 +162,7 @@ def replay(cfg: ToolConfig, opts: ReplayOptions, progress: Callable[[str], None]
     if not cfg.registry_url:
         raise ReplayError("REGISTRY_URL is not set")
     try:
-        cache = load_cache(cfg.registry_url)
+        cache = load_cache(cfg.registry_url, access=cfg.registry_access)
     except GatewayError as exc:
         raise ReplayError(str(exc)) from None
     run = _Run(cfg, opts, cache, progress)
