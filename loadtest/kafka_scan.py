@@ -21,6 +21,9 @@ import fastavro
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
+from common.kafka_security import KafkaSecurity
+from common.registry_access import RegistryAccess
+
 
 class ScanError(RuntimeError):
     """The topic could not be read to its end, or a record could not be decoded; the message says which."""
@@ -45,8 +48,8 @@ PREFIX = (("event_id", "string"), ("event_type", "string"), ("producer_id", "str
 class WriterSchemas:
     """Writer schemas by registry id, fetched once each, and whether each starts with the envelope PREFIX."""
 
-    def __init__(self, registry_url: str) -> None:
-        self._client = SchemaRegistryClient({"url": registry_url})
+    def __init__(self, registry_url: str, access: RegistryAccess | None = None) -> None:
+        self._client = SchemaRegistryClient({"url": registry_url, **(access or RegistryAccess()).confluent()})
         self._parsed: dict[int, tuple[Any, bool]] = {}
 
     def get(self, schema_id: int) -> tuple[Any, bool]:
@@ -115,11 +118,13 @@ def _header(headers: Any, name: str) -> str:
 
 
 def scan(bootstrap: str, topic: str, registry_url: str, *, since_ms: int, producers: Container[str],
-         timeout_s: float = 300.0) -> Iterator[Found]:
+         timeout_s: float = 300.0, security: KafkaSecurity | None = None,
+         access: RegistryAccess | None = None) -> Iterator[Found]:
     """Every committed record of `producers` written at or after `since_ms`, up to the topic's current end."""
-    schemas = WriterSchemas(registry_url)
+    schemas = WriterSchemas(registry_url, access)
     consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"headwater-reconcile-{uuid.uuid4()}",
+        "bootstrap.servers": bootstrap, **(security or KafkaSecurity()).librdkafka(),
+        "group.id": f"headwater-reconcile-{uuid.uuid4()}",
         "enable.auto.commit": False, "isolation.level": "read_committed", "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
     })
