@@ -64,7 +64,7 @@ async def serving(cfg: GatewayConfig, producers: list[FakeProducer]) -> AsyncIte
 def client_ssl(ca: TestCA, cert_name: str | None = None, other_ca: TestCA | None = None) -> ssl.SSLContext:
     ctx = client_context(str(ca.pem))
     if cert_name is not None:
-        issued = (other_ca or ca).issue(cert_name, client=True)
+        issued = (other_ca or ca).issue(cert_name, usage="client")
         ctx.load_cert_chain(str(issued.cert), str(issued.key))
     return ctx
 
