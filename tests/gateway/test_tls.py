@@ -187,7 +187,7 @@ def test_sighup_reload_serves_the_rotated_certificate_to_new_connections(ca: Tes
     async def main() -> None:
         async with serving(cfg, []) as server_ctx:
             before = await serial()
-            rotated = ca.issue("gateway")  # new key and certificate written over the same files
+            rotated = ca.issue("gateway", renew=True)  # new key and certificate written over the same files
             assert cfg.tls is not None and rotated.cert == Path(cfg.tls.cert)
             _reload_tls(cfg, server_ctx)
             after = await serial()
