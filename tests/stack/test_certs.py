@@ -45,10 +45,10 @@ def test_reused_while_valid_reissued_when_names_change_or_asked(tmp_path: Path) 
 
 def test_a_new_ca_drops_the_old_leaves(tmp_path: Path) -> None:
     ca = CertificateAuthority(tmp_path / "tls")
-    old = ca.issue("gateway").cert.read_bytes()
+    old, old_ca = ca.issue("gateway").cert.read_bytes(), ca.pem.read_bytes()
     (tmp_path / "tls" / "ca.key").unlink()  # lost: a new CA is made, and leaves of the old one are reissued
     new = CertificateAuthority(tmp_path / "tls")
-    assert new.pem.read_bytes() != ca.pem.read_bytes()
+    assert new.pem.read_bytes() != old_ca
     assert not (tmp_path / "tls" / "gateway.pem").exists()
     assert x509.load_pem_x509_certificate(new.issue("gateway").cert.read_bytes()).issuer == new.cert.subject
     assert new.issue("gateway").cert.read_bytes() != old
