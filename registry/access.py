@@ -6,7 +6,8 @@ users file, and each route's required role (read < write < admin) enforced befor
 | `GET /`, `GET /ready` | none |
 | other `GET`s, `POST /subjects/{s}` (lookup), `POST /compatibility/...` | `read`, or none when reads are open |
 | `POST /subjects/{s}/versions` (register) | `write` |
-| `PUT` / `DELETE` (config, deletions) | `admin` |
+| `PUT /config/{s}` of a subject with no version yet (its level, set before its first registration) | `write` |
+| other `PUT`s and `DELETE`s (config, deletions) | `admin` |
 """
 
 from __future__ import annotations
@@ -97,7 +98,16 @@ def cross_site(request: web.Request, allowed: frozenset[str]) -> str | None:
     return None
 
 
-def make_access_middleware(policy: AccessPolicy) -> Middleware:
+def lowered_for_new_subject(method: str, canonical: str, needed: str | None, subject: str,
+                            has_versions: Callable[[str], bool]) -> str | None:
+    """A writer may set the level of a subject it is about to create; changing an existing one's stays admin's."""
+    if (needed == "admin" and method == hdrs.METH_PUT and canonical == "/config/{subject}"
+            and not has_versions(subject)):
+        return "write"
+    return needed
+
+
+def make_access_middleware(policy: AccessPolicy, has_versions: Callable[[str], bool] = lambda _s: True) -> Middleware:
     users = Users(Path(policy.users_file), frozenset(ROLES)) if policy.users_file else None
     limiter = FailureLimiter()
 
@@ -137,8 +147,10 @@ def make_access_middleware(policy: AccessPolicy) -> Middleware:
         if users is None:
             return await handler(request)
         resource = request.match_info.route.resource
-        needed = required_role(request.method, request.path, resource.canonical if resource else "",
-                               policy.reads_open)
+        canonical = resource.canonical if resource else ""
+        needed = required_role(request.method, request.path, canonical, policy.reads_open)
+        needed = lowered_for_new_subject(request.method, canonical, needed, request.match_info.get("subject", ""),
+                                         has_versions)
         role = await authenticate(request) if needed is not None or hdrs.AUTHORIZATION in request.headers else None
         if needed is not None and role is None:
             raise Unauthenticated("Unauthorized: this request needs credentials (HTTP basic)")

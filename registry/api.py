@@ -218,7 +218,10 @@ def make_app(registry: Registry, access: AccessPolicy | None = None) -> web.Appl
 
     `access` None: no authentication (tests of the API itself); cross-site writes and non-JSON bodies are refused
     whatever the policy."""
-    middlewares = [errors_middleware, make_access_middleware(access or AccessPolicy())]
+    def has_versions(subject: str) -> bool:
+        return bool(registry.state.versions(subject, deleted=True))
+
+    middlewares = [errors_middleware, make_access_middleware(access or AccessPolicy(), has_versions)]
     app = web.Application(middlewares=middlewares, client_max_size=4 * 1024 * 1024)
     app[REGISTRY] = registry
     app.add_routes(routes())

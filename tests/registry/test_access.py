@@ -101,6 +101,10 @@ def test_each_role_is_held_to_its_grant(tmp_path: Path) -> None:
             got = await call(c, method, path, body={"compatibility": "NONE"}, headers=basic("writer"))
             assert (got[0], got[1]["error_code"]) == (403, 40301), (method, path)
         assert await subjects(c) == ["s"]
+        # A writer sets the level of a subject it is creating, never lowers an existing one's.
+        assert (await call(c, "PUT", "/config/new", body={"compatibility": "FULL"}, headers=basic("writer")))[0] == 200
+        assert (await call(c, "PUT", "/config/new", body={"compatibility": "NONE"}, headers=basic("reader")))[0] == 403
+        assert (await call(c, "PUT", "/config", body={"compatibility": "NONE"}, headers=basic("writer")))[0] == 403
         assert (await call(c, "PUT", "/config/s", body={"compatibility": "NONE"}, headers=basic("admin")))[0] == 200
         assert (await call(c, "DELETE", "/subjects/s", headers=basic("admin")))[:2] == (200, [1])
         assert await subjects(c) == []
