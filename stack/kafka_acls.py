@@ -67,6 +67,7 @@ def _txn(prefix: str) -> Grant:
 def grants(n: Names = Names()) -> dict[str, tuple[Grant, ...]]:
     """Principal -> its grants. `describe` lets a client see a topic's metadata and offsets."""
     spark_groups = _group("spark-kafka-")  # Spark's Kafka source and sink pick group ids with this prefix
+    reader = _group("headwater.read.")  # common/kafka_read's readers (librdkafka asks for a group's coordinator)
     return {
         "gateway": (  # writes events and dead letters, only inside its transactions
             _topic(n.events_topic, "write", "describe", prefixed=True),  # the events topic and per-type topics
@@ -85,30 +86,30 @@ def grants(n: Names = Names()) -> dict[str, tuple[Grant, ...]]:
             _topic(n.rules_topic, "read", "describe"),
             _topic(n.status_topic, "read", "write", "describe"),
             _topic(n.rule_output_prefix, "read", "write", "create", "describe", prefixed=True),
-            _group("headwater-rules-"), spark_groups,
+            _group("headwater-rules-"), spark_groups, reader,
         ),
         "rules": (  # rule administration: the only writer of the rules topic; reads what a rule is checked on
             _topic(n.rules_topic, "read", "write", "describe"),
             _topic(n.status_topic, "read", "describe"),
             _topic(n.events_topic, "read", "describe", prefixed=True),
             _topic(n.rule_output_prefix, "read", "create", "describe", prefixed=True),
-            _group("headwater-rules-"), spark_groups,
+            _group("headwater-rules-"), spark_groups, reader,
         ),
         "deadletter": (  # replay: reads dead letters, writes events again, exactly once, in its transactions
             _topic(n.deadletter_topic, "read", "describe"),
             _topic(n.events_topic, "write", "describe", prefixed=True),
             _txn("headwater-deadletter-replay."),
-            _group("headwater.deadletter."),
+            _group("headwater.deadletter."), reader,
         ),
         "console": (  # read-only
             _topic(n.events_topic, "describe"),
             _topic(n.deadletter_topic, "read", "describe"),
             _topic(n.aggregates_topic, "read", "describe"),
-            _group("headwater.console."),
+            _group("headwater.console."), reader,
         ),
         "loadtest": (  # the load test's reconciliation reads what the gateways wrote
             _topic(n.events_topic, "read", "describe", prefixed=True),
-            _group("headwater-reconcile-"),
+            _group("headwater-reconcile-"), reader,
         ),
     }
 
