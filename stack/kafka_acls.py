@@ -83,14 +83,14 @@ def grants(n: Names = Names()) -> dict[str, tuple[Grant, ...]]:
             _topic(n.events_topic, "read", "describe", prefixed=True),
             _topic(n.deadletter_topic, "read", "describe"),
             _topic(n.aggregates_topic, "write", "describe"),
-            _topic(n.rules_topic, "read", "describe"),
-            _topic(n.status_topic, "read", "write", "describe"),
+            _topic(n.rules_topic, "read", "create", "describe"),  # create: whoever comes first makes both topics
+            _topic(n.status_topic, "read", "write", "create", "describe"),
             _topic(n.rule_output_prefix, "read", "write", "create", "describe", prefixed=True),
             _group("headwater-rules-"), spark_groups, reader,
         ),
         "rules": (  # rule administration: the only writer of the rules topic; reads what a rule is checked on
-            _topic(n.rules_topic, "read", "write", "describe"),
-            _topic(n.status_topic, "read", "describe"),
+            _topic(n.rules_topic, "read", "write", "create", "describe"),
+            _topic(n.status_topic, "read", "create", "describe"),
             _topic(n.events_topic, "read", "describe", prefixed=True),
             _topic(n.rule_output_prefix, "read", "create", "describe", prefixed=True),
             _group("headwater-rules-"), spark_groups, reader,
