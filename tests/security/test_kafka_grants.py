@@ -51,6 +51,9 @@ def read_error(conf: dict[str, Any], topic: str, group: str) -> KafkaError | Non
     """The error reading partition 0 of `topic` from its start (None: readable)."""
     consumer = Consumer({**conf, "group.id": group, "enable.partition.eof": True, "enable.auto.commit": False})
     try:
+        meta = consumer.list_topics(topic, timeout=30).topics[topic]
+        if meta.error is not None:  # not even allowed to see it (no describe): librdkafka would wait in silence
+            return meta.error  # type: ignore[no-any-return]
         consumer.assign([TopicPartition(topic, 0, 0)])
         for _ in range(60):
             msg = consumer.poll(0.5)
