@@ -10,7 +10,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
-	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules
+	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls
 
 setup:
 	@bash stack/setup.sh
@@ -97,6 +97,10 @@ chaos-cluster: setup setup-haproxy
 # Not a test: the same load on RF=1 and RF=3 topics of a private cluster; events per gateway and broker core-second.
 bench-replication: setup setup-haproxy
 	@$(PY) -m bench.replication
+
+# Not a test: gateway and HAProxy CPU per event over plain HTTP and over TLS, alternating rounds (docs/security.md).
+bench-tls: setup setup-haproxy
+	@$(PY) -m bench.tls
 
 # Fault 5 of issue 18 (tests/cluster/test_spark_cluster.py): the pipeline on a Spark standalone cluster, its worker
 # killed with SIGKILL mid-batch while 3 SDK producers send >= 30,000 events; replay must equal the streaming outputs.

@@ -24,6 +24,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
 
+from common.kafka_security import KafkaSecurity
+
 OFFSET_BEGINNING = -2  # librdkafka's logical offsets
 OFFSET_END = -1
 OFFSET_INVALID = -1001  # "no committed offset"
@@ -188,12 +190,17 @@ def _resolve(offset: int, first: int, end: int) -> int:
     return offset
 
 
+def _consumer(bootstrap: str, committed: bool, security: KafkaSecurity | None) -> Consumer:
+    return Consumer(consumer_config(bootstrap, committed=committed, **(security or KafkaSecurity()).librdkafka()))
+
+
 def read_to_end(bootstrap: str, topic: str, *, start: Mapping[int, int] | None = None, since_ms: int | None = None,
                 committed: bool = True, timeout_s: float | None = 60.0, stall_s: float = 30.0,
-                missing_ok: bool = False) -> Generator[Message, None, None]:
+                missing_ok: bool = False, security: KafkaSecurity | None = None) -> Generator[Message, None, None]:
     """Every readable record of `topic` from `start` (partition -> offset; partitions not named start at the
-    beginning) or from `since_ms`, up to the end each partition had when the read began."""
-    consumer = Consumer(consumer_config(bootstrap, committed=committed))
+    beginning) or from `since_ms`, up to the end each partition had when the read began. `security`: the
+    reader's Kafka credentials (common/kafka_security.py; default PLAINTEXT)."""
+    consumer = _consumer(bootstrap, committed, security)
     try:
         try:
             parts = partitions(consumer, topic)
@@ -211,9 +218,10 @@ def read_to_end(bootstrap: str, topic: str, *, start: Mapping[int, int] | None =
         consumer.close()
 
 
-def topic_end_offsets(bootstrap: str, topic: str, *, committed: bool = True, timeout_s: float = 10.0) -> dict[int, int]:
+def topic_end_offsets(bootstrap: str, topic: str, *, committed: bool = True, timeout_s: float = 10.0,
+                      security: KafkaSecurity | None = None) -> dict[int, int]:
     """partition -> end offset of `topic` now (a test takes them before it writes, to read only what it wrote)."""
-    consumer = Consumer(consumer_config(bootstrap, committed=committed))
+    consumer = _consumer(bootstrap, committed, security)
     try:
         return end_offsets(consumer, topic, timeout_s=timeout_s)
     finally:
@@ -221,10 +229,10 @@ def topic_end_offsets(bootstrap: str, topic: str, *, committed: bool = True, tim
 
 
 def read_at(bootstrap: str, topic: str, partition: int, offset: int, *, committed: bool = True,
-            timeout_s: float = 15.0) -> Message | None:
+            timeout_s: float = 15.0, security: KafkaSecurity | None = None) -> Message | None:
     """The record at exactly partition:offset, or None when there is none (past the end, a transaction marker,
     aborted, compacted away, or before the first offset). TopicMissing when the partition does not exist."""
-    consumer = Consumer(consumer_config(bootstrap, committed=committed))
+    consumer = _consumer(bootstrap, committed, security)
     try:
         if partition not in partitions(consumer, topic):
             raise TopicMissing(f"topic {topic} has no partition {partition}")

@@ -52,9 +52,10 @@ class KafkaView:
         self.topics = (cfg.events_topic, cfg.deadletter_topic, cfg.aggregates_topic)
         self.budget = budget
         self.figures = KafkaFigures()
-        self._schemas = WriterSchemas(RegistryClient(cfg.registry_url, timeout_s=5))
+        self._schemas = WriterSchemas(RegistryClient.of(cfg.registry_url, cfg.registry_access, timeout_s=5))
         self._consumer = Consumer({
-            "bootstrap.servers": cfg.bootstrap, "group.id": f"headwater.console.{uuid.uuid4()}",
+            "bootstrap.servers": cfg.bootstrap, **cfg.kafka_security.librdkafka(),
+            "group.id": f"headwater.console.{uuid.uuid4()}",
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": "read_committed",
         })
         self._assigned = False

@@ -13,7 +13,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from common.avro_frame import HEADER_BYTES, FrameError, WriterSchemas, read_body, schema_id_of
-from common.registry_client import RegistryClientError
+from common.registry_client import RegistryClient, RegistryClientError
 from deadletter.config import ConfigError, ToolConfig
 from deadletter.read import ReadError, read_one, scan
 from deadletter.records import BadRecord, Letter, Selection, decoded_payload
@@ -62,7 +62,7 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 def _selected(cfg: ToolConfig, sel: Selection) -> Iterator[Letter]:
     bad = 0
-    for item in scan(cfg.bootstrap, cfg.deadletter_topic, sel.since_ms):
+    for item in scan(cfg.bootstrap, cfg.deadletter_topic, sel.since_ms, cfg.kafka_security):
         if isinstance(item, BadRecord):
             bad += 1
         elif sel.matches(item):
@@ -77,7 +77,7 @@ def _show(cfg: ToolConfig, position: str) -> int:
         print(f"deadletter: position {position!r} is not PARTITION:OFFSET", file=sys.stderr)
         return 2
     try:
-        letter = read_one(cfg.bootstrap, cfg.deadletter_topic, int(part), int(off))
+        letter = read_one(cfg.bootstrap, cfg.deadletter_topic, int(part), int(off), cfg.kafka_security)
     except BadRecord as exc:
         _say(f"deadletter: {position} of {cfg.deadletter_topic} is not a dead letter the gateway wrote: {exc}",
              err=True)
@@ -101,7 +101,7 @@ def _writer_schema(cfg: ToolConfig, letter: Letter) -> Any:
     if letter.value.payload_encoding != "avro" or not cfg.registry_url:
         return None
     try:  # unknown id, registry down, unreadable bytes: show the envelope instead
-        schema = WriterSchemas(cfg.registry_url).parsed(schema_id_of(framed))
+        schema = WriterSchemas(RegistryClient.of(cfg.registry_url, cfg.registry_access)).parsed(schema_id_of(framed))
         read_body(framed[HEADER_BYTES:], schema)
     except (FrameError, RegistryClientError):
         return None

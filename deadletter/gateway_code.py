@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from common.registry_access import RegistryAccess
 from gateway import ingest
 from gateway.avro_batch import BATCH_SCHEMA, decode_avro_batch
 from gateway.config import ConfigError as GatewayConfigError
@@ -42,10 +43,11 @@ def new_cache(source: Any, topics: TopicMap | None = None) -> SchemaCache:
     return SchemaCache(source, topics)
 
 
-def load_cache(registry_url: str, topics: TopicMap | None = None, timeout_s: float = 10.0) -> SchemaCache:
+def load_cache(registry_url: str, topics: TopicMap | None = None, timeout_s: float = 10.0, *,
+               access: RegistryAccess | None = None) -> SchemaCache:
     """Every registered version of every event subject, loaded by the gateway's cache; RegistryUnavailable."""
     async def fill() -> SchemaCache:
-        source = HttpRegistry(registry_url, timeout_s)
+        source = HttpRegistry(registry_url, timeout_s, access)
         cache = new_cache(source, topics)
         try:
             await cache.refresh()

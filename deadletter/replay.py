@@ -69,12 +69,13 @@ class _Run:
                  progress: Callable[[str], None]) -> None:
         self.cfg, self.opts, self.cache, self.progress = cfg, opts, cache, progress
         self.report = ReplayReport()
-        self.consumer = Consumer(consumer_config(cfg.bootstrap, group_id(opts.run)))
+        self.consumer = Consumer(consumer_config(cfg.bootstrap, group_id(opts.run), cfg.kafka_security))
         self.producer: Producer | None = None
         if not opts.dry_run:
-            self.producer = Producer(kafka_config(cfg.bootstrap, f"headwater-deadletter-replay.{opts.run}",
-                                                  delivery_timeout_s=min(30.0, cfg.transaction_timeout_s),
-                                                  transaction_timeout_s=cfg.transaction_timeout_s))
+            self.producer = Producer({**kafka_config(cfg.bootstrap, f"headwater-deadletter-replay.{opts.run}",
+                                                     delivery_timeout_s=min(30.0, cfg.transaction_timeout_s),
+                                                     transaction_timeout_s=cfg.transaction_timeout_s),
+                                      **cfg.kafka_security.librdkafka()})
         self.chunk: list[KafkaRecord] = []
         self.chunk_offsets: dict[int, int] = {}
         self.scanned_in_chunk = 0
@@ -159,7 +160,7 @@ def replay(cfg: ToolConfig, opts: ReplayOptions, progress: Callable[[str], None]
         for attempt in Retrying(stop=stop_after_delay(REGISTRY_WAIT_S), wait=wait_exponential(min=0.5, max=5),
                                 retry=retry_if_exception_type(RegistryUnavailable), reraise=True):
             with attempt:
-                cache = load_cache(cfg.registry_url, cfg.topics)
+                cache = load_cache(cfg.registry_url, cfg.topics, access=cfg.registry_access)
     except GatewayError as exc:
         raise ReplayError(str(exc)) from None
     run = _Run(cfg, opts, cache, progress)

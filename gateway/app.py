@@ -54,10 +54,11 @@ def committed_batches(cfg: GatewayConfig) -> CommittedBatches | SharedCommittedB
 def producer_factories(cfg: GatewayConfig, worker: int) -> list[ProducerFactory]:
     """One per commit lane, each with its own transactional id: lane 0 keeps `<prefix>-<worker>` (so a restarted
     worker fences the producer it had before lanes existed), lane n > 0 is `<prefix>-<worker>-l<n>`."""
-    return [confluent_factory(kafka_config(cfg.bootstrap, f"{cfg.transactional_id_prefix}-{worker}"
-                                           + (f"-l{lane}" if lane else ""),
-                                           cfg.delivery_timeout_s, cfg.transaction_timeout_s,
-                                           compression=cfg.kafka_compression, linger_ms=cfg.kafka_linger_ms))
+    return [confluent_factory({**kafka_config(cfg.bootstrap, f"{cfg.transactional_id_prefix}-{worker}"
+                                              + (f"-l{lane}" if lane else ""),
+                                              cfg.delivery_timeout_s, cfg.transaction_timeout_s,
+                                              compression=cfg.kafka_compression, linger_ms=cfg.kafka_linger_ms),
+                               **cfg.kafka_security.librdkafka()})
             for lane in range(cfg.commit_lanes)]
 
 
@@ -66,7 +67,7 @@ def build_app(cfg: GatewayConfig, worker: int = 0, *, source: SchemaSource | Non
     """The worker's app; `source` and `factory` replace the registry and Kafka in tests (`factory`: one lane)."""
     if cfg.shared_dir:
         Path(cfg.shared_dir).mkdir(parents=True, exist_ok=True)
-    registry = HttpRegistry(cfg.registry_url, cfg.registry_timeout_s) if source is None else None
+    registry = HttpRegistry(cfg.registry_url, cfg.registry_timeout_s, cfg.registry_access) if source is None else None
     cache = schema_cache(cfg, registry if registry is not None else source)  # type: ignore[arg-type]
     factories = producer_factories(cfg, worker) if factory is None else [factory]
     committer = GroupCommitter(factories, commit_settings(cfg), CommitMetrics())

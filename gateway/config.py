@@ -9,7 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.basic_auth import AuthConfigError
 from common.env import env_float, env_int
+from common.kafka_security import KafkaSecurity, KafkaSecurityError
+from common.registry_access import RegistryAccess
+from common.tls import ServerTls, server_tls
 from gateway.auth import KeyStore, parse_keys
 
 
@@ -90,16 +94,26 @@ class GatewayConfig:
     registry_lookup_burst: int = 20
     negative_cache_size: int = 10_000     # per worker: recent registry 404s remembered (5 s each)
     shared_dir: str = ""  # a directory the workers of one instance share (batch answers, schema snapshot)
+    # Proxies whose X-Forwarded-For is believed: the names (CN or DNS SAN) of the TLS client certificates they show,
+    # verified against tls.client_ca; a connection on proxy_socket (a unix socket) is a proxy's too. Never an address.
     trusted_proxies: frozenset[str] = frozenset()
     log_level: str = "INFO"
+    tls: ServerTls | None = None  # HTTPS on host:port (certificate, key, CA of the proxies' client certificates)
+    proxy_socket: str = ""  # a unix socket the proxy connects to, besides host:port
+    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    registry_access: RegistryAccess = field(default_factory=RegistryAccess)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
         env = os.environ if env is None else env
         keys = _keys(env)
         limits = _limits(env)
-        proxies = frozenset(p.strip() for p in env.get("HEADWATER_GATEWAY_TRUSTED_PROXIES", "").split(",")
-                            if p.strip())
+        tls, proxies = _proxies(env)
+        try:
+            kafka_security = KafkaSecurity.from_env(env, "GATEWAY")
+            registry_access = RegistryAccess.from_env(env, "GATEWAY")
+        except (KafkaSecurityError, AuthConfigError) as exc:
+            raise ConfigError(str(exc)) from None
         level = env.get("HEADWATER_GATEWAY_LOG_LEVEL", "INFO").upper()
         if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
             raise ConfigError(f"HEADWATER_GATEWAY_LOG_LEVEL={level!r} is not DEBUG, INFO, WARNING or ERROR")
@@ -144,11 +158,31 @@ class GatewayConfig:
             shared_dir=env.get("HEADWATER_GATEWAY_SHARED_DIR", ""),
             trusted_proxies=proxies,
             log_level=level,
+            tls=tls,
+            proxy_socket=env.get("HEADWATER_GATEWAY_PROXY_SOCKET", "").strip(),
+            kafka_security=kafka_security,
+            registry_access=registry_access,
         )
         if cfg.delivery_timeout_s >= cfg.transaction_timeout_s:
             raise ConfigError("HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S must be below "
                               "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S")
         return cfg
+
+
+def _proxies(env: Mapping[str, str]) -> tuple[ServerTls | None, frozenset[str]]:
+    """HTTPS settings and the certificate names of trusted proxies (which need a CA to verify them against)."""
+    if env.get("HEADWATER_GATEWAY_TRUSTED_PROXIES", "").strip():
+        raise ConfigError("HEADWATER_GATEWAY_TRUSTED_PROXIES (peer addresses) is no longer honoured: any local user "
+                          "can bind an address. Name the proxies' TLS client certificates in "
+                          "HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES (with HEADWATER_GATEWAY_TLS_CLIENT_CA), or let the "
+                          "proxy connect through HEADWATER_GATEWAY_PROXY_SOCKET")
+    tls = server_tls(env, "HEADWATER_GATEWAY_", ConfigError)
+    names = frozenset(n.strip() for n in env.get("HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES", "").split(",")
+                      if n.strip())
+    if names and (tls is None or not tls.client_ca):
+        raise ConfigError("HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES needs HEADWATER_GATEWAY_TLS_CLIENT_CA (and "
+                          "HEADWATER_GATEWAY_TLS_CERT/_KEY): a proxy proves its name with a client certificate")
+    return tls, names
 
 
 def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:

@@ -15,7 +15,9 @@ from typing import Any
 
 from common import avro_frame
 from common.kafka_read import KafkaReadError, read_to_end
-from common.registry_client import RegistryClientError
+from common.kafka_security import KafkaSecurity
+from common.registry_access import RegistryAccess
+from common.registry_client import RegistryClient, RegistryClientError
 
 
 class ScanError(RuntimeError):
@@ -41,8 +43,8 @@ PREFIX = (("event_id", "string"), ("event_type", "string"), ("producer_id", "str
 class WriterSchemas:
     """Writer schemas by registry id, fetched once each, and whether each starts with the envelope PREFIX."""
 
-    def __init__(self, registry_url: str) -> None:
-        self._schemas = avro_frame.WriterSchemas(registry_url)
+    def __init__(self, registry_url: str, access: RegistryAccess | None = None) -> None:
+        self._schemas = avro_frame.WriterSchemas(RegistryClient.of(registry_url, access or RegistryAccess()))
         self._prefixed: dict[int, bool] = {}
 
     def get(self, schema_id: int) -> tuple[Any, bool]:
@@ -111,11 +113,12 @@ def _header(headers: Any, name: str) -> str:
 
 
 def scan(bootstrap: str, topic: str, registry_url: str, *, since_ms: int, producers: Container[str],
-         timeout_s: float = 300.0) -> Iterator[Found]:
+         timeout_s: float = 300.0, security: KafkaSecurity | None = None,
+         access: RegistryAccess | None = None) -> Iterator[Found]:
     """Every committed record of `producers` written at or after `since_ms`, up to the topic's current end."""
-    schemas = WriterSchemas(registry_url)
+    schemas = WriterSchemas(registry_url, access)
     try:
-        for msg in read_to_end(bootstrap, topic, since_ms=since_ms, timeout_s=timeout_s):
+        for msg in read_to_end(bootstrap, topic, since_ms=since_ms, timeout_s=timeout_s, security=security):
             headers = msg.headers()
             pid = _header(headers, "producer_id")
             if pid not in producers:

@@ -22,6 +22,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_fixed
 
+from common.kafka_security import KafkaSecurity
 from registry.errors import StoreUnavailable
 from registry.schema_log import Apply, Record, WriterFenced
 
@@ -40,8 +41,10 @@ def _leader_moved(exc: BaseException) -> bool:
 class KafkaLog:
     """Follows partition 0 of `topic` from the beginning; writes through a transactional producer."""
 
-    def __init__(self, bootstrap: str, topic: str, transactional_id: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, topic: str, transactional_id: str, timeout_s: float,
+                 security: KafkaSecurity | None = None) -> None:
         self.bootstrap = bootstrap
+        self.security = security or KafkaSecurity()
         self.topic = topic
         self.transactional_id = transactional_id
         self.timeout_s = timeout_s
@@ -53,8 +56,8 @@ class KafkaLog:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._apply: Apply | None = None
         group = f"headwater-registry-{uuid.uuid4()}"  # never committed: each instance reads everything
-        common = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "logger": rdkafka_log}
+        common = {"bootstrap.servers": bootstrap, **self.security.librdkafka(), "group.id": group,
+                  "enable.auto.commit": False, "logger": rdkafka_log}
         self._consumer = Consumer({**common, "isolation.level": "read_committed", "enable.partition.eof": True,
                                    "auto.offset.reset": "earliest",
                                    # A write waits until its record is read back: do not idle 500 ms per fetch.
@@ -142,7 +145,8 @@ class KafkaLog:
     async def acquire_writer(self) -> None:
         if self._producer is None:
             producer = Producer({
-                "bootstrap.servers": self.bootstrap, "transactional.id": self.transactional_id,
+                "bootstrap.servers": self.bootstrap, **self.security.librdkafka(),
+                "transactional.id": self.transactional_id,
                 "enable.idempotence": True, "acks": "all", "linger.ms": 0,
                 "transaction.timeout.ms": int(self.timeout_s * 1000), "logger": rdkafka_log,
             })

@@ -39,7 +39,7 @@ REVOKED = "hw_revoked-key-0123456789abcdefghijklmnopqrstuvwxyz"
 def make_cfg(**overrides: Any) -> GatewayConfig:
     keys = parse_keys(f"dev:{hash_key(WRITE_KEY)},old:{hash_key(REVOKED)}:revoked")
     cfg = GatewayConfig(host="127.0.0.1", port=free_port(), workers=1, bootstrap="unused:1",
-                        registry_url="http://unused", keys=keys, trusted_proxies=frozenset({"127.0.0.1"}),
+                        registry_url="http://unused", keys=keys,
                         limits=Limits(max_ratio=20), commit_window_ms=1.0, body_timeout_s=0.5,
                         idle_timeout_s=0.5, conn_max_requests=3, conn_jitter=0.0)
     return replace(cfg, **overrides)
