@@ -28,7 +28,8 @@ class JsonErrorHandler(RequestHandler):
     def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
         code = _CODES.get(status, "internal_error")
-        log.warning("http error answered by the server",
+        # A 500 is ours (a bug): its traceback helps and holds no request bytes. Parser errors quote the request.
+        log.warning("http error answered by the server", exc_info=exc if status >= 500 else None,
                     extra={"fields": {"status": status, "error": type(exc).__name__ if exc else None}})
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; cannot send an error answer")

@@ -49,7 +49,7 @@ class Outcome:
     caught_up: bool = False
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: the hub keeps a set of them
 class Subscriber:
     hub: Hub
     request: web.Request

@@ -113,4 +113,5 @@ def test_frames() -> None:
     assert frame == b"id: " + event_id + b'\ndata: {"a":1}\n\n'
     assert sse.body_of(frame, len(event_id)) == b'{"a":1}'
     assert sse.preamble(2000, event_id).startswith(b"retry: 2000\nid: ")
-    assert sse.named("cutoff", event_id, {"code": "x"}) == b"event: cutoff\nid: " + event_id + b'\ndata: {"code":"x"}\n\n'
+    expected = b"event: cutoff\nid: " + event_id + b'\ndata: {"code":"x"}\n\n'
+    assert sse.named("cutoff", event_id, {"code": "x"}) == expected
