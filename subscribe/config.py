@@ -56,6 +56,7 @@ class SubscribeConfig:
     kafka_timeout_s: float = 10.0
     shutdown_timeout_s: float = 5.0
     prefetch_kb: int = 1024
+    sndbuf_bytes: int = 0  # 0: the kernel's autotuning (bounded by net.ipv4.tcp_wmem)
     log_level: str = "INFO"
 
     @classmethod
@@ -93,6 +94,7 @@ class SubscribeConfig:
             kafka_timeout_s=_float(env, "HEADWATER_SUBSCRIBE_KAFKA_TIMEOUT_S", 10.0, 0.5, 300.0),
             shutdown_timeout_s=_float(env, "HEADWATER_SUBSCRIBE_SHUTDOWN_TIMEOUT_S", 5.0, 0.1, 600.0),
             prefetch_kb=_int(env, "HEADWATER_SUBSCRIBE_PREFETCH_KB", 1024, 64, 1 << 20),
+            sndbuf_bytes=_int(env, "HEADWATER_SUBSCRIBE_SNDBUF_BYTES", 0, 0, 1 << 30),
             log_level=level,
         )
 

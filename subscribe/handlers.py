@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 
@@ -48,6 +49,7 @@ async def subscribe(request: web.Request) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8",
                                            "Cache-Control": "no-store", "X-Accel-Buffering": "no"})
         resp.force_close()
+        _limit_send_buffer(request, cfg.sndbuf_bytes)
         await resp.prepare(request)
         outcome = await Subscriber(hub, request, resp, stream, filt).run(cursor, ring, gaps)
         log.info("subscription ended", extra={"fields": {
@@ -58,6 +60,13 @@ async def subscribe(request: web.Request) -> web.StreamResponse:
     finally:
         hub.detach(stream.topic)
         hub.release(slot)
+
+
+def _limit_send_buffer(request: web.Request, size: int) -> None:
+    """Cap the kernel's send buffer of this connection (HEADWATER_SUBSCRIBE_SNDBUF_BYTES; 0: autotuned)."""
+    sock = request.transport.get_extra_info("socket") if size and request.transport is not None else None
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
 
 
 async def preflight(request: web.Request) -> web.Response:

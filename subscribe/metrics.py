@@ -8,6 +8,8 @@ REGISTRY = CollectorRegistry()
 SUBSCRIBERS = Gauge("headwater_subscribe_subscribers", "open subscriptions", registry=REGISTRY)
 CATCHING_UP = Gauge("headwater_subscribe_catching_up", "subscriptions reading the log behind the live tail",
                     registry=REGISTRY)
+CATCHUPS = Counter("headwater_subscribe_catchups_total", "subscriptions that read the log before the live tail",
+                   registry=REGISTRY)
 READERS = Gauge("headwater_subscribe_readers", "topics with a running live reader", registry=REGISTRY)
 REFUSED = Counter("headwater_subscribe_refused_total", "subscription requests refused, by error code", ["code"],
                   registry=REGISTRY)

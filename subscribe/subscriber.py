@@ -157,6 +157,7 @@ class Subscriber:
         """Read the log from `start` until the ring holds our position; the position, or None if we stop."""
         hub, loop = self.hub, asyncio.get_running_loop()
         m.CATCHING_UP.inc()
+        m.CATCHUPS.inc()
         try:
             while True:  # wait for a catch-up slot, with heartbeats
                 try:

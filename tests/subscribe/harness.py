@@ -108,10 +108,10 @@ class Message:
 class Stream:
     """One SSE connection read line by line; `last_id` as a browser would keep it."""
 
-    def __init__(self, url: str, stream: str, key: str | None, *, last_id: str | None = None, timeout_s: float = 30,
-                 rcvbuf: int | None = None, **query: str) -> None:
+    def __init__(self, url: str, stream: str, key: str | None, query: Mapping[str, str] | None = None, *,
+                 last_id: str | None = None, timeout_s: float = 30, rcvbuf: int | None = None) -> None:
         parsed = urllib.parse.urlsplit(url)
-        self.conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=timeout_s)
+        self.conn = http.client.HTTPConnection(parsed.hostname or "", parsed.port, timeout=timeout_s)
         if rcvbuf is not None:
             self.conn.connect()
             self.conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -133,7 +133,8 @@ class Stream:
 
     def messages(self) -> Iterator[Message]:
         """Dispatched messages until the server ends the stream (id-only messages move last_id only)."""
-        event, data, event_id = "message", [], None
+        event, event_id = "message", None
+        data: list[str] = []
         while True:
             raw = self.resp.readline()
             if not raw:
