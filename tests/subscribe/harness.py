@@ -159,7 +159,30 @@ class Stream:
                 self.retry_ms = int(value)
 
     def close(self) -> None:
+        self.resp.close()  # the response holds the socket too: both, or the connection stays open
         self.conn.close()
+
+
+def follow(url: str, stream: str, key: str, query: Mapping[str, str] | None, want: int,
+           got: list[dict[str, Any]], *, cutoffs: list[dict[str, Any]] | None = None) -> None:
+    """Read records into `got` until there are `want`, reconnecting from the last id whenever the server ends
+    the stream (a cut-off), as a resuming client does."""
+    last_id: str | None = None
+    while len(got) < want:
+        s = Stream(url, stream, key, query, last_id=last_id)
+        assert s.status == 200, s.error()
+        try:
+            for msg in s.messages():
+                if msg.event == "cutoff":
+                    if cutoffs is not None:
+                        cutoffs.append(msg.json())
+                    continue
+                got.append(msg.json())
+                if len(got) >= want:
+                    return
+        finally:
+            last_id = s.last_id
+            s.close()
 
 
 def post_page_views(gateway_url: str, write_key: str, count: int, marker: str, *, per_batch: int = 20) -> list[str]:
