@@ -163,8 +163,8 @@ class Stream:
         self.conn.close()
 
 
-def follow(url: str, stream: str, key: str, query: Mapping[str, str] | None, want: int,
-           got: list[dict[str, Any]], *, cutoffs: list[dict[str, Any]] | None = None) -> None:
+def follow(url: str, stream: str, key: str, query: Mapping[str, str] | None, *, want: int,
+           got: list[dict[str, Any]], cutoffs: list[dict[str, Any]] | None = None) -> None:
     """Read records into `got` until there are `want`, reconnecting from the last id whenever the server ends
     the stream (a cut-off), as a resuming client does."""
     last_id: str | None = None

@@ -79,7 +79,8 @@ def test_subscribers_that_never_read_are_cut_off_and_memory_stays_bounded(hostil
     sleepers = [Stream(hostile.url, "event.page_view", hostile.keys.all, query, rcvbuf=4096) for _ in range(30)]
     assert all(s.status == 200 for s in sleepers)
     got: list[dict[str, Any]] = []
-    thread = threading.Thread(target=follow, args=(hostile.url, "event.page_view", hostile.keys.all, query, 900, got))
+    thread = threading.Thread(target=follow, args=(hostile.url, "event.page_view", hostile.keys.all, query),
+                              kwargs={"want": 900, "got": got})
     thread.start()
     rss_before = rss_kb(hostile)
     sent = post_page_views(stack_env["GATEWAY_URL"], stack_env["HEADWATER_WRITE_KEY"], 900, marker)
