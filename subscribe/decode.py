@@ -17,13 +17,13 @@ are not.
 from __future__ import annotations
 
 import base64
-import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import fastavro
 import msgspec
+
+from common.avro_frame import HEADER_BYTES, FrameError, read_body, schema_id_of
 
 HEADERS = frozenset({"event_id", "producer_id", "batch_id", "received_at", "reason"})
 EVENTS_NAMESPACE = "headwater.events."
@@ -101,8 +101,8 @@ class RecordDecoder:
                 schema, value = self._avro(raw)
             except SchemaNotFound as exc:
                 error = {"code": "unknown_schema", "message": str(exc)}
-            except (ValueError, EOFError, IndexError, TypeError, UnicodeDecodeError) as exc:
-                error = {"code": "undecodable", "message": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            except FrameError as exc:
+                error = {"code": "undecodable", "message": str(exc)[:200]}
         else:
             try:
                 value = _json.decode(raw)
@@ -124,10 +124,8 @@ class RecordDecoder:
         return Decoded(msg.partition() or 0, msg.offset() or 0, event_type, value, _encoder.encode(doc))
 
     def _avro(self, raw: bytes) -> tuple[WriterSchema, Any]:
-        if len(raw) < 5 or raw[0] != 0:
-            raise ValueError("not Confluent framing (magic byte 0, 4-byte schema id)")
-        schema = self.schemas.get(int.from_bytes(raw[1:5], "big"))
-        return schema, fastavro.schemaless_reader(io.BytesIO(raw[5:]), schema.parsed)
+        schema = self.schemas.get(schema_id_of(raw))
+        return schema, read_body(raw[HEADER_BYTES:], schema.parsed)
 
 
 def _text(raw: bytes | None) -> str | None:

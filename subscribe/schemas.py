@@ -1,12 +1,11 @@
-"""Writer schemas by id from a Confluent-compatible registry, fetched once per id and kept (ids never change)."""
+"""Writer schemas by id from a Confluent-compatible registry (common.avro_frame's cache), with the subject and
+version each is registered under, fetched once per id and kept (ids never change)."""
 
 from __future__ import annotations
 
-import json
 import threading
 
-import fastavro
-
+from common.avro_frame import WriterSchemas
 from common.registry_client import RegistryClient, RegistryClientError
 from subscribe.decode import SchemaNotFound, WriterSchema, event_type_of
 
@@ -16,6 +15,7 @@ class RegistrySchemas:
 
     def __init__(self, url: str, timeout_s: float = 5.0, max_ids: int = 100_000) -> None:
         self._client = RegistryClient(url, timeout_s)
+        self._writers = WriterSchemas(self._client)
         self._known: dict[int, WriterSchema] = {}
         self._lock = threading.Lock()
         self._max_ids = max_ids
@@ -25,15 +25,14 @@ class RegistrySchemas:
         if hit is not None:
             return hit
         try:
-            text = self._client.call("GET", f"/schemas/ids/{schema_id}")["schema"]
+            doc, parsed = self._writers.raw(schema_id), self._writers.parsed(schema_id)
             versions = self._client.call("GET", f"/schemas/ids/{schema_id}/versions")
         except RegistryClientError as exc:
             if exc.not_found:
                 raise SchemaNotFound(f"schema id {schema_id} is not in the registry") from None
             raise
-        doc = json.loads(text)
         where = _preferred(versions if isinstance(versions, list) else [])
-        schema = WriterSchema(schema_id, fastavro.parse_schema(doc), where[0], where[1], event_type_of(doc))
+        schema = WriterSchema(schema_id, parsed, where[0], where[1], event_type_of(doc))
         with self._lock:
             if len(self._known) < self._max_ids:  # ids are few; the cap only guards against a hostile registry
                 self._known[schema_id] = schema
