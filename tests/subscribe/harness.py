@@ -71,11 +71,12 @@ class Server:
                 self.proc.wait()
 
 
-def start_server(stack_env: Mapping[str, str], tmp: Path, keys: Keys, **settings: str) -> Server:
-    port = free_port()
+def start_server(stack_env: Mapping[str, str], tmp: Path, keys: Keys, *, port: int | None = None,
+                 **settings: str) -> Server:
+    port = port or free_port()
     env = {**os.environ, **stack_env, "PYTHONUNBUFFERED": "1", "HEADWATER_SUBSCRIBE_PORT": str(port),
            "HEADWATER_SUBSCRIBE_READ_KEYS": keys.config(), **settings}
-    log = tmp / f"subscribe-{port}.log"
+    log = tmp / f"subscribe-{port}-{time.monotonic_ns()}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "subscribe"], env=env, cwd=REPO_ROOT, stdout=out,
                                 stderr=subprocess.STDOUT)

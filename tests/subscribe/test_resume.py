@@ -22,8 +22,9 @@ def resume_server(request: pytest.FixtureRequest, stack_env: dict[str, str],
                   tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[tuple[str, Server]]:
     """`ring`: default sizes (a resume finds its place in the ring); `log`: a 64 KiB ring, so that a resume after
     more than that has passed reads the log first."""
-    small = {"HEADWATER_SUBSCRIBE_RING_BYTES": "65536", "HEADWATER_SUBSCRIBE_BUFFER_BYTES": "65536"}
-    srv = start_server(stack_env, tmp_path_factory.mktemp("resume"), keys, **(small if request.param == "log" else {}))
+    ring = "65536" if request.param == "log" else "16777216"
+    srv = start_server(stack_env, tmp_path_factory.mktemp("resume"), keys, HEADWATER_SUBSCRIBE_RING_BYTES=ring,
+                       HEADWATER_SUBSCRIBE_BUFFER_BYTES=str(min(int(ring), 8 << 20)))
     try:
         yield request.param, srv
     finally:
