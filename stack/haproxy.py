@@ -20,6 +20,7 @@ from stack.process import ManagedProcess
 from stack.services import ServiceError
 
 TEMPLATE = REPO_ROOT / "stack" / "conf" / "haproxy.cfg.tmpl"
+SUBSCRIBE_TEMPLATE = REPO_ROOT / "stack" / "conf" / "haproxy-subscribe.cfg.tmpl"
 
 
 def render_config(cfg: StackConfig, gateway_ports: tuple[int, ...] | None = None) -> str:
@@ -33,8 +34,18 @@ def render_config(cfg: StackConfig, gateway_ports: tuple[int, ...] | None = None
     return Template(TEMPLATE.read_text()).substitute(
         STATS_SOCKET=str(cfg.run_dir / "haproxy.sock"), GATEWAY_PORT=cfg.gateway_port,
         REGISTRY_PORT=cfg.registry_port, STATS_PORT=cfg.stats_port, SOURCE=HAPROXY_SOURCE,
-        GATEWAY_SERVERS=servers, REGISTRY_SERVERS=registries,
+        GATEWAY_SERVERS=servers, REGISTRY_SERVERS=registries, SUBSCRIBE_SECTION=_subscribe_section(cfg),
     )
+
+
+def _subscribe_section(cfg: StackConfig) -> str:
+    """The subscription servers' frontend and backend (none without them): long-lived event streams."""
+    if not cfg.topology.subscribe:
+        return ""
+    servers = "\n".join(f"    server subscribe-{i + 1} 127.0.0.1:{p} check"
+                         for i, p in enumerate(cfg.subscribe_ports[:cfg.topology.subscribe]))
+    return Template(SUBSCRIBE_TEMPLATE.read_text()).substitute(SUBSCRIBE_PORT=cfg.subscribe_port,
+                                                               SUBSCRIBE_SERVERS=servers)
 
 
 class HAProxy:

@@ -1,7 +1,12 @@
-"""`python -m subscribe` (`headwater-subscribe`): serve subscriptions (settings: subscribe/config.py)."""
+"""`python -m subscribe` (`headwater-subscribe`): serve live subscriptions to Headwater's streams as Server-Sent Events.
+
+Every setting is an environment variable (docs/subscriptions.md, "Settings"); the required ones are KAFKA_BOOTSTRAP,
+REGISTRY_URL and HEADWATER_SUBSCRIBE_READ_KEYS (or _FILE). Clients: GET /v1/streams/<stream> with a read key.
+"""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 
@@ -9,7 +14,9 @@ from subscribe.config import ConfigError, SubscribeConfig
 from subscribe.logs import setup_logging
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(prog="headwater-subscribe", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     try:
         cfg = SubscribeConfig.from_env()
     except ConfigError as exc:
