@@ -17,6 +17,7 @@ import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 
+from console import live
 from console.config import ConsoleConfig
 from console.kafka_view import KafkaFigures, KafkaView
 from console.pipeline_files import LossAudit, checkpoint_offsets, lag, read_loss_audit
@@ -161,5 +162,6 @@ def make_app(cfg: ConsoleConfig, kafka: KafkaView | None = None) -> web.Applicat
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_static("/static/", STATIC)
+    live.install(app, cfg)  # the live panel's relay (console/live.py)
     app.cleanup_ctx.append(_sampling)
     return app

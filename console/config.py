@@ -10,13 +10,15 @@
 | `EVENTS_TOPIC`, `DEADLETTER_TOPIC`, `AGGREGATES_TOPIC` | `headwater.events`, ... | the stack's topics |
 | `HEADWATER_PIPELINE_DIR` | `.headwater/pipeline` | the pipeline's output root (checkpoint offsets, `loss_audit`) |
 | `HEADWATER_CONSOLE_POLL_S` | `2` | seconds between two samples |
+| `SUBSCRIBE_URL` | none | the subscription server the live panel relays (console/live.py) |
+| `HEADWATER_CONSOLE_READ_KEY` | `HEADWATER_READ_KEY` | the read key the live panel uses (never sent to the page) |
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.env import env_float, env_int
@@ -40,6 +42,8 @@ class ConsoleConfig:
     aggregates_topic: str = "headwater.aggregates"
     pipeline_dir: Path = REPO_ROOT / ".headwater" / "pipeline"
     poll_s: float = 2.0
+    subscribe_url: str = ""
+    read_key: str = field(default="", repr=False)  # a secret: never in a repr or a log line
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ConsoleConfig:
@@ -61,4 +65,6 @@ class ConsoleConfig:
             aggregates_topic=env.get("AGGREGATES_TOPIC") or d.aggregates_topic,
             pipeline_dir=Path(env.get("HEADWATER_PIPELINE_DIR") or d.pipeline_dir),
             poll_s=env_float(env, "HEADWATER_CONSOLE_POLL_S", d.poll_s, 0.2, 60.0, error=ConfigError),
+            subscribe_url=(env.get("SUBSCRIBE_URL") or "").rstrip("/"),
+            read_key=env.get("HEADWATER_CONSOLE_READ_KEY") or env.get("HEADWATER_READ_KEY") or "",
         )
