@@ -16,7 +16,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,8 +186,10 @@ def follow(url: str, stream: str, key: str, query: Mapping[str, str] | None, *, 
             s.close()
 
 
-def post_page_views(gateway_url: str, write_key: str, count: int, marker: str, *, per_batch: int = 20) -> list[str]:
-    """`count` page views through the gateway, `marker` as their title; their event ids, in send order."""
+def post_page_views(gateway_url: str, write_key: str, count: int, marker: str, *, per_batch: int = 20,
+                    load_time_ms: Callable[[int], float] | None = None) -> list[str]:
+    """`count` page views through the gateway, `marker` as their title (and `load_time_ms(seq)` as their load
+    time, when given); their event ids, in send order."""
     producer, ids = str(uuid.uuid4()), []
     for start in range(0, count, per_batch):
         events = []
@@ -199,7 +201,8 @@ def post_page_views(gateway_url: str, write_key: str, count: int, marker: str, *
                            "properties": {"url": "https://example.com/", "path": f"/p{seq}", "title": marker,
                                           "user_agent": "ua", "session_id": "s", "viewport": {"width": 1,
                                                                                              "height": 1},
-                                          "locale": "en"}})
+                                          "locale": "en",
+                                          **({"load_time_ms": load_time_ms(seq)} if load_time_ms else {})}})
         body = json.dumps({"batch_id": str(uuid.uuid4()), "sent_at": int(time.time() * 1000),
                            "sdk": {"name": "subscribe-test", "version": "1"}, "events": events}).encode()
         req = urllib.request.Request(gateway_url + "/v1/batch", data=body, method="POST", headers={
