@@ -10,7 +10,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
-	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls
+	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
 
 setup:
 	@bash stack/setup.sh
@@ -123,6 +123,11 @@ bench-spark: setup
 # Not a test: rule latency (created_at -> rule output), apply -> running query, cost of 0/5/20 rules (`make up` first).
 bench-rules: setup
 	@$(PY) -m bench.rules
+
+# Not a test: the subscription server on a private stack: commit -> subscriber latency at 1, 100, 1,000 subscribers,
+# CPU and memory per subscriber, what slow subscribers cost the others, one consumer per subscriber for comparison.
+bench-subscribe: setup
+	@$(PY) -m bench.subscribe $(BENCH_ARGS)
 
 # docs/benchmarks/*.md from the JSON lines the benchmarks print (docs/benchmarks/README.md).
 benchmarks-doc: setup

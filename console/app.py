@@ -18,6 +18,7 @@ import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 
+from console import live
 from console.auth import auth_middleware, outgoing_tls
 from console.config import ConsoleConfig
 from console.kafka_view import KafkaFigures, KafkaView
@@ -168,5 +169,6 @@ def make_app(cfg: ConsoleConfig, kafka: KafkaView | None = None) -> web.Applicat
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_static("/static/", STATIC)
+    live.install(app, cfg)  # the live panel's relay (console/live.py)
     app.cleanup_ctx.append(_sampling)
     return app

@@ -16,6 +16,8 @@
 | `EVENTS_TOPIC`, `DEADLETTER_TOPIC`, `AGGREGATES_TOPIC` | `headwater.events`, ... | the stack's topics |
 | `HEADWATER_PIPELINE_DIR` | `.headwater/pipeline` | the pipeline's output root (checkpoint offsets, `loss_audit`) |
 | `HEADWATER_CONSOLE_POLL_S` | `2` | seconds between two samples |
+| `SUBSCRIBE_URL` | none | the subscription server the live panel relays (console/live.py) |
+| `HEADWATER_CONSOLE_READ_KEY` | `HEADWATER_READ_KEY` | the read key the live panel uses (never sent to the page) |
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class ConsoleConfig:
     ca_bundle: str = ""
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
     registry_access: RegistryAccess = field(default_factory=RegistryAccess)
+    subscribe_url: str = ""
+    read_key: str = field(default="", repr=False)  # a secret: never in a repr or a log line
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ConsoleConfig:
@@ -77,6 +81,8 @@ class ConsoleConfig:
             aggregates_topic=env.get("AGGREGATES_TOPIC") or d.aggregates_topic,
             pipeline_dir=Path(env.get("HEADWATER_PIPELINE_DIR") or d.pipeline_dir),
             poll_s=env_float(env, "HEADWATER_CONSOLE_POLL_S", d.poll_s, 0.2, 60.0, error=ConfigError),
+            subscribe_url=(env.get("SUBSCRIBE_URL") or "").rstrip("/"),
+            read_key=env.get("HEADWATER_CONSOLE_READ_KEY") or env.get("HEADWATER_READ_KEY") or "",
             **_security(env, env.get("HEADWATER_CONSOLE_HOST") or d.host),
         )
 

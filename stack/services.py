@@ -1,5 +1,5 @@
-"""The stack's Python HTTP services (registries, gateways, the console): how each instance starts, when it is ready,
-what it publishes."""
+"""The stack's Python HTTP services (registries, gateways, subscription servers, the console): how each instance
+starts, when it is ready, what it publishes."""
 
 from __future__ import annotations
 
@@ -134,6 +134,19 @@ def dev_write_key(cfg: StackConfig) -> str:
     return path.read_text().strip()
 
 
+def dev_read_key(cfg: StackConfig) -> str:
+    """The stack's development read key (every stream), created once in <state>/subscribe/dev-read-key (mode 0600);
+    only its SHA-256 reaches the subscription servers, the key itself goes to stack.env (HEADWATER_READ_KEY)."""
+    path = cfg.state_dir / "subscribe" / "dev-read-key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("hwr_" + secrets.token_urlsafe(32) + "\n")
+        tmp.chmod(0o600)
+        os.replace(tmp, path)
+    return path.read_text().strip()
+
+
 class _Lazy(Mapping[str, str]):
     """A mapping computed on first use, so that `down` and `status` (which never read a service's env or
     endpoints) do not create the development key as a side effect."""
@@ -205,6 +218,22 @@ def console_service(cfg: StackConfig) -> HttpService:
                                           **client_env(cfg, "console")}))
 
 
+def subscribe_service(cfg: StackConfig, index: int = 1) -> HttpService:
+    """Subscription server `index` (`subscribe/`): pushes streams to HTTP clients; ready once Kafka answers."""
+    def env() -> dict[str, str]:
+        digest = hashlib.sha256(dev_read_key(cfg).encode()).hexdigest()
+        return {"HEADWATER_SUBSCRIBE_HOST": "127.0.0.1",
+                "HEADWATER_SUBSCRIBE_PORT": str(cfg.subscribe_ports[index - 1]),
+                "HEADWATER_SUBSCRIBE_READ_KEYS": f"dev:{digest}:*", **client_env(cfg, "subscribe")}
+
+    return HttpService(name=instance_name("subscribe", index, cfg.topology.subscribe), module="subscribe",
+                       port=cfg.subscribe_ports[index - 1], ready_path="/readyz", env=_Lazy(env))
+
+
+def subscribers(cfg: StackConfig) -> list[HttpService]:
+    return [subscribe_service(cfg, i + 1) for i in range(cfg.topology.subscribe)]
+
+
 def registries(cfg: StackConfig) -> list[HttpService]:
     return [registry_service(cfg, i + 1) for i in range(cfg.topology.registries)]
 
@@ -215,4 +244,5 @@ def gateways(cfg: StackConfig, extra_env: Mapping[str, str] | None = None) -> li
 
 def services(cfg: StackConfig) -> list[HttpService]:
     """Every service instance `up` starts after Kafka, in order (`down` stops them in reverse order)."""
-    return [*registries(cfg), *gateways(cfg), *([console_service(cfg)] if cfg.topology.console else [])]
+    return [*registries(cfg), *gateways(cfg), *subscribers(cfg),
+            *([console_service(cfg)] if cfg.topology.console else [])]

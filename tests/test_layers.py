@@ -11,12 +11,14 @@ import pytest
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = {"gateway", "registry", "spark_pipeline", "console", "deadletter", "common", "schemas", "stack", "demo",
+PARTS = {"gateway", "registry", "spark_pipeline", "console", "deadletter", "subscribe", "common", "schemas", "stack",
+         "demo",
          "deploy", "loadtest", "bench", "tests", "headwater", "headwater_sql_functions", "hwconformance"}
 DEV_TOOLS = {"stack", "demo", "deploy", "loadtest", "bench", "tests", "hwconformance"}
 # part (folder) -> the parts it must never import
 FORBIDDEN = {
-    **{part: DEV_TOOLS for part in ("gateway", "registry", "spark_pipeline", "console", "deadletter", "schemas")},
+    **{part: DEV_TOOLS for part in ("gateway", "registry", "spark_pipeline", "console", "deadletter", "subscribe",
+                                    "schemas")},
     "sdk-python/src/headwater": PARTS - {"headwater"},
     "sql-functions/headwater_sql_functions": DEV_TOOLS,  # plugins of the pipeline: they import its plugin API
     "common": PARTS - {"common"},

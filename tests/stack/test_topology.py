@@ -115,7 +115,8 @@ def test_counts_are_set_one_by_one_and_several_instances_need_haproxy(tmp_path: 
         topology_from_env({"HEADWATER_REGISTRIES": "2", "HEADWATER_HAPROXY": "0"})
     cfg = StackConfig.from_env({**env, "GATEWAYS": "3"})
     assert cfg.bootstrap == "127.0.0.1:9092" and len(set(cfg.gateway_ports)) == 3 and cfg.gateway_port == 8080
-    assert [s.name for s in services(cfg)] == ["registry", "gateway-1", "gateway-2", "gateway-3", "console"]
+    assert [s.name for s in services(cfg)] == ["registry", "gateway-1", "gateway-2", "gateway-3", "subscribe",
+                                               "console"]
 
 
 @pytest.mark.unit
@@ -138,5 +139,6 @@ def test_down_and_status_follow_the_recorded_topology(tmp_path: Path) -> None:
     assert Topology.from_json("cluster\n") == CLUSTER  # what earlier versions wrote
     status = Stack(cfg).status()
     assert set(status) == {"kafka-1", "kafka-2", "kafka-3", "registry-1", "registry-2", "gateway-1", "gateway-2",
-                           "gateway-3", "haproxy", "console", "spark-master", "spark-worker"}
+                           "gateway-3", "subscribe-1", "subscribe-2", "haproxy", "console", "spark-master",
+                           "spark-worker"}
     assert not any(status.values())
