@@ -5,17 +5,43 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import signal
+import datetime as dt
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import IO, cast
 
 from common.envfile import read_env
 from demo import rules as demo_rules
 from demo.fleet import Fleet
-from demo.pipeline import PipelineOutput, die_with_parent
+from demo.pipeline import PipelineExited, PipelineOutput, die_with_parent, stop
+from demo.summary import counted, describe
+from demo.topic import latest_rows
+from spark_pipeline.job import QUERY_GROUPS
 from stack.config import REPO_ROOT, StackConfig
+
+
+def start_pipeline(cfg: StackConfig, outputs: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], PipelineOutput]:
+    """`python -m spark_pipeline run --console`, its tables on this terminal, its log in `log_path`."""
+    pipeline = subprocess.Popen([sys.executable, "-m", "spark_pipeline", "--env-file", str(cfg.env_file), "run",
+                                 "--console", "--output", str(outputs)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=demo_rules.pipeline_env(),
+                                preexec_fn=die_with_parent)  # noqa: PLW1509 - no thread runs yet
+    return pipeline, PipelineOutput(cast(IO[bytes], pipeline.stdout), log_path)  # stdout=PIPE: never None
+
+
+def produce(fleet: Fleet, nodes: int, duration_s: float) -> None:
+    """Every node sends for `duration_s`, then flushes."""
+    threads = [threading.Thread(target=fleet.run_node, args=(n,), name=f"node-{n}") for n in range(1, nodes + 1)]
+    for t in threads:
+        t.start()
+    try:
+        fleet.stop.wait(duration_s)
+    finally:
+        fleet.stop.set()
+        for t in threads:
+            t.join()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,44 +61,37 @@ def main(argv: list[str] | None = None) -> int:
     # The console sink's tables go to stdout (this terminal); Spark's own logging goes to a file.
     log_path = cfg.logs_dir / "pipeline-demo.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    print(f"(Spark's log: {log_path})")
-    pipeline = subprocess.Popen([sys.executable, "-m", "spark_pipeline", "--env-file", str(cfg.env_file), "run",
-                                 "--console", "--output", str(outputs)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=demo_rules.pipeline_env(),
-                                preexec_fn=die_with_parent)  # noqa: PLW1509 - no thread runs yet
-    output = PipelineOutput(cast(IO[bytes], pipeline.stdout), log_path)  # stdout=PIPE: never None
+    print(f"(Spark's log: {log_path})", flush=True)
+    pipeline, output = start_pipeline(cfg, outputs, log_path)
     fleet = Fleet(env, args.rate, cfg.state_dir / "demo-spool")
-    stop, totals = fleet.stop, fleet.totals
-    threads = [threading.Thread(target=fleet.run_node, args=(n,), name=f"node-{n}") for n in range(1, args.nodes + 1)]
     try:
-        # Spark takes 20-40 s to start on 2 cores; producing starts once the queries run.
-        if not output.started.wait(180) and pipeline.poll() is not None:
-            raise SystemExit(f"the pipeline exited ({pipeline.returncode}); see {log_path}")
+        # Nothing is sent before every query runs: the live tables then show the events as they arrive.
+        waited = output.wait_running(QUERY_GROUPS["all"], lambda line: print(line, flush=True))
+        print(f"pipeline queries running (after {waited:.0f} s)", flush=True)
         rule = demo_rules.RuleApply(cfg.env_file)
         rule.start()
-        print(f"{args.nodes} producer nodes send {args.rate:g} events/s each for {args.duration:g}s through the SDK")
-        for t in threads:
-            t.start()
-        stop.wait(args.duration)
-        stop.set()
-        for t in threads:
-            t.join()
+        since = dt.datetime.now(dt.UTC)
+        print(f"{args.nodes} producer nodes send {args.rate:g} events/s each for {args.duration:g}s through the SDK",
+              flush=True)
+        produce(fleet, args.nodes, args.duration)
+        totals = fleet.totals
         print(f"producers done: {totals['queued']} tracked, {totals['acknowledged']} acknowledged by the gateway, "
               f"{totals['rejected']} rejected, {totals['dropped']} dropped")
-        print(f"the pipeline keeps running for {args.drain:g}s so the last windows update")
+        print(f"the pipeline keeps running for {args.drain:g}s so the last windows update", flush=True)
         with contextlib.suppress(subprocess.TimeoutExpired):
             pipeline.wait(args.drain)
-        if rule.done.wait(300) and rule.ok.is_set() and pipeline.poll() is None:
+        for line in describe(counted(latest_rows(env, env["AGGREGATES_TOPIC"]).values(), since),
+                             totals["acknowledged"], since):
+            print(line)
+        if rule.wait(lambda line: print(line, flush=True)) and pipeline.poll() is None:
             demo_rules.show_output(env)
+    except PipelineExited as exc:
+        print(f"{exc} ({pipeline.wait()}); see {log_path}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        stop.set()
+        fleet.stop.set()
     finally:
-        if pipeline.poll() is None:
-            pipeline.send_signal(signal.SIGINT)
-            try:
-                pipeline.wait(60)
-            except subprocess.TimeoutExpired:
-                pipeline.kill()
+        stop(pipeline)
         output.join(10)
     print("outputs:")
     for name in sorted(p.name for p in outputs.iterdir() if p.is_dir()) if outputs.exists() else []:

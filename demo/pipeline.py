@@ -1,13 +1,24 @@
-"""The demo's Spark pipeline: a child process whose console-sink tables are shown on this terminal."""
+"""The demo's Spark pipeline: a child process whose console-sink tables are shown on this terminal, and the wait
+until its queries run (however long Spark takes to start on a busy host), with progress shown."""
 
 from __future__ import annotations
 
 import ctypes
+import re
 import signal
+import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TextIO
+
+STARTED = re.compile(rb"started query (\S+)")
+
+
+class PipelineExited(RuntimeError):
+    """The pipeline ended before its queries ran; the message says where its log is."""
 
 
 def die_with_parent() -> None:
@@ -17,15 +28,20 @@ def die_with_parent() -> None:
 
 
 class PipelineOutput:
-    """Copies the pipeline's stderr to a log file and shows the console sink's tables on this terminal.
+    """Copies the pipeline's output to a log file, shows the console sink's tables on `out`, and notes which
+    queries have started.
 
-    Spark writes the console sink's tables among its own log lines; only the tables are worth a reader's eye.
+    Spark writes the console sink's tables among its own log lines; only the tables are worth a reader's eye,
+    with Spark's note when a table was cut ("only showing top N rows").
     """
 
-    TABLE_PREFIXES = (b"|", b"+", b"Batch: ", b"-------")
+    TABLE_PREFIXES = (b"|", b"+", b"Batch: ", b"-------", b"only showing")
 
-    def __init__(self, stream: IO[bytes], log_path: Path) -> None:
-        self.started = threading.Event()
+    def __init__(self, stream: IO[bytes], log_path: Path, out: TextIO | None = None) -> None:
+        self.queries: set[str] = set()
+        self.ended = False
+        self.changed = threading.Condition()
+        self._out = out or sys.stdout
         self._thread = threading.Thread(target=self._copy, args=(stream, log_path), daemon=True)
         self._thread.start()
 
@@ -34,11 +50,46 @@ class PipelineOutput:
             for line in iter(stream.readline, b""):
                 log.write(line)
                 if line.startswith(self.TABLE_PREFIXES):
-                    sys.stdout.write(line.decode(errors="replace"))
-                    sys.stdout.flush()
-                elif b"started query" in line and not self.started.is_set():
-                    self.started.set()
-                    print("pipeline queries started", flush=True)
+                    self._out.write(line.decode(errors="replace"))
+                    self._out.flush()
+                elif match := STARTED.search(line):
+                    with self.changed:
+                        self.queries.add(match.group(1).decode(errors="replace"))
+                        self.changed.notify_all()
+        with self.changed:
+            self.ended = True
+            self.changed.notify_all()
+
+    def wait_running(self, expected: Sequence[str], say: Callable[[str], None], *,
+                     progress_every_s: float = 15.0) -> float:
+        """Block until every query of `expected` has started, however long that takes, saying every
+        `progress_every_s` how far it is; PipelineExited if the pipeline's output ends first. Returns the seconds
+        waited."""
+        clock = time.monotonic
+        t0 = clock()
+        next_say = t0 + progress_every_s
+        with self.changed:
+            while not set(expected) <= self.queries:
+                if self.ended:
+                    raise PipelineExited("the pipeline exited before its queries ran")
+                self.changed.wait(max(0.0, min(progress_every_s, next_say - clock())))
+                if clock() >= next_say:
+                    started = len(set(expected) & self.queries)
+                    say(f"waiting for the pipeline: {started} of {len(expected)} queries started after "
+                        f"{clock() - t0:.0f} s (Spark starts slowly on a busy host; Ctrl-C gives up)")
+                    next_say = clock() + progress_every_s
+        return clock() - t0
 
     def join(self, timeout_s: float) -> None:
         self._thread.join(timeout_s)
+
+
+def stop(pipeline: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+    """SIGINT (the pipeline stops its queries cleanly), SIGKILL after `timeout_s`."""
+    if pipeline.poll() is None:
+        pipeline.send_signal(signal.SIGINT)
+        try:
+            pipeline.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            pipeline.kill()
+            pipeline.wait()
