@@ -8,7 +8,7 @@
 | `REGISTRY_URL` | `http://127.0.0.1:8081` | the registry (health; writer schemas of the aggregates topic) |
 | `HEADWATER_CONSOLE_GATEWAYS` | `GATEWAY_URL` | comma-separated gateway base URLs whose `/metrics` are read |
 | `EVENTS_TOPIC`, `DEADLETTER_TOPIC`, `AGGREGATES_TOPIC` | `headwater.events`, ... | the stack's topics |
-| `HEADWATER_PIPELINE_DIR` | `.headwater/pipeline` | the pipeline's output root (checkpoint offsets, `loss_audit`) |
+| `HEADWATER_PIPELINE_DIR` | `<state dir>/pipeline` | the pipeline's output root (checkpoint offsets, `loss_audit`) |
 | `HEADWATER_CONSOLE_POLL_S` | `2` | seconds between two samples |
 """
 
@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.env import env_float, env_int
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from common.envfile import pipeline_dir
 
 
 class ConfigError(ValueError):
@@ -38,7 +37,7 @@ class ConsoleConfig:
     events_topic: str = "headwater.events"
     deadletter_topic: str = "headwater.deadletter"
     aggregates_topic: str = "headwater.aggregates"
-    pipeline_dir: Path = REPO_ROOT / ".headwater" / "pipeline"
+    pipeline_dir: Path = Path(".headwater", "pipeline")
     poll_s: float = 2.0
 
     @classmethod
@@ -59,6 +58,6 @@ class ConsoleConfig:
             events_topic=env.get("EVENTS_TOPIC") or d.events_topic,
             deadletter_topic=env.get("DEADLETTER_TOPIC") or d.deadletter_topic,
             aggregates_topic=env.get("AGGREGATES_TOPIC") or d.aggregates_topic,
-            pipeline_dir=Path(env.get("HEADWATER_PIPELINE_DIR") or d.pipeline_dir),
+            pipeline_dir=Path(pipeline_dir(env)),
             poll_s=env_float(env, "HEADWATER_CONSOLE_POLL_S", d.poll_s, 0.2, 60.0, error=ConfigError),
         )

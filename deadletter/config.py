@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.env import env_float
-from common.envfile import read_env
-
-DEFAULT_ENV_FILE = Path(__file__).resolve().parent.parent / ".headwater" / "stack.env"
+from common.envfile import stack_settings
 
 
 class ConfigError(ValueError):
@@ -47,7 +45,6 @@ class ToolConfig:
 
     @classmethod
     def load(cls, env_file: Path | None) -> ToolConfig:
-        """stack.env (when it exists), overridden by the process environment."""
-        path = env_file or DEFAULT_ENV_FILE
-        file_env = read_env(path) if path.is_file() else {}
-        return cls.from_env({**file_env, **os.environ})
+        """`env_file`, else the running stack's `$HEADWATER_STATE_DIR/stack.env` (when it exists), overridden by
+        the process environment."""
+        return cls.from_env(stack_settings(env_file, os.environ))

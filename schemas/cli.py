@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common.envfile import read_env
+from common.envfile import read_env, stack_env_file
 from common.registry_client import RegistryClient, RegistryClientError
-from schemas.catalog import NAMESPACE, SCHEMAS_DIR, CatalogError, load_catalog
+from schemas.catalog import NAMESPACE, CatalogError, load_catalog
 from schemas.diff import diff
 from schemas.register import register_catalog
 
@@ -30,8 +30,7 @@ def registry_url(explicit: str | None) -> str:
         return explicit
     if os.environ.get("REGISTRY_URL"):
         return os.environ["REGISTRY_URL"]
-    state = Path(os.environ.get("HEADWATER_STATE_DIR") or SCHEMAS_DIR.parent / ".headwater")
-    env_file = state / "stack.env"
+    env_file = stack_env_file()
     if env_file.exists():
         url = read_env(env_file).get("REGISTRY_URL")
         if url:

@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from common.envfile import pipeline_dir
+
 # A Hadoop file system URI: hdfs://namenode:8020/x, s3a://bucket/x, file:/x, file:///x.
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
 _DURATION = re.compile(r"(\d+) (second|minute|hour)s?")
@@ -34,7 +36,7 @@ class PipelineConfig:
     aggregates_topic: str = "headwater.aggregates"
     subject_prefix: str = "headwater.events."
     aggregate_subject: str = "headwater.aggregates.window_aggregate"
-    output_dir: str = os.path.join(".headwater", "pipeline")  # under the current folder unless set
+    output_dir: str = os.path.join(".headwater", "pipeline")  # from_env: HEADWATER_PIPELINE_DIR, else the state dir's
     nodes_file: str | None = None  # None: the inventory shipped in the package (`packaged.py`)
     lateness: str = "30 seconds"
     max_offsets_per_trigger: int = 200_000
@@ -74,7 +76,7 @@ class PipelineConfig:
             aggregates_topic=get("AGGREGATES_TOPIC", d.aggregates_topic),
             subject_prefix=get("HEADWATER_SUBJECT_PREFIX", d.subject_prefix),
             aggregate_subject=get("HEADWATER_AGGREGATE_SUBJECT", d.aggregate_subject),
-            output_dir=storage_root(get("HEADWATER_PIPELINE_DIR", d.output_dir)),
+            output_dir=storage_root(pipeline_dir(env)),
             nodes_file=_inventory(env.get("HEADWATER_NODE_INVENTORY", "")),
             lateness=lateness,
             max_offsets_per_trigger=_int(env, "HEADWATER_MAX_OFFSETS_PER_TRIGGER", d.max_offsets_per_trigger),

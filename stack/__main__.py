@@ -11,6 +11,11 @@ from stack.kafka import BrokerError
 from stack.launcher import Stack, running_topology
 from stack.services import ServiceError
 
+# What `clean` deletes besides the data: everything a run leaves in the state directory, but the development write
+# key (<state>/gateway/), which the user's own services may hold. The pipeline's outputs go too: their checkpoints
+# name offsets of topics that no longer exist.
+CLEANED = ("logs", "run", "conf", "pipeline", "spark", "console", "demo-spool")
+
 
 def _describe(cfg: StackConfig) -> str:
     t = cfg.topology
@@ -46,10 +51,13 @@ def _run(command: str, asked: StackConfig) -> int:
             print(f"stack: {recorded.env_file} does not exist: run `make up`", file=sys.stderr)
             return 1
         print(recorded.env_file.read_text(), end="")
-    elif command == "reset":
-        stack.down()
-        shutil.rmtree(recorded.data_dir, ignore_errors=True)
-        print(f"deleted {recorded.data_dir}")
+    elif command in ("reset", "clean"):
+        stopped = stack.down()
+        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+        for folder in [recorded.data_dir, *(recorded.state_dir / name for name in CLEANED if command == "clean")]:
+            if folder.exists():
+                shutil.rmtree(folder)
+                print(f"deleted {folder}")
     elif command == "restart-gateways":
         if not recorded.topology.haproxy:
             print("stack: restart-gateways needs gateways behind HAProxy (HEADWATER_TOPOLOGY=cluster)", file=sys.stderr)
@@ -67,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("status", help="say which processes run")
     sub.add_parser("env", help="print .headwater/stack.env")
     sub.add_parser("reset", help="stop the stack and delete its data (topics, offsets, schemas)")
+    sub.add_parser("clean", help="stop the stack and delete its data, logs, pid files, configs and the pipeline's "
+                                 "outputs (not the jars, not the development write key)")
     sub.add_parser("restart-gateways", help="restart every gateway, one at a time, behind HAProxy")
     args = parser.parse_args(argv)
     try:

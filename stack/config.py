@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from common.env import env_int
+from common.envfile import state_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # HAProxy connects to the gateways from this loopback address, the only one they trust for X-Forwarded-For.
@@ -128,7 +129,7 @@ class StackConfig:
         given, instead of the counts the environment asks for (`down` stops what `up` recorded)."""
         env = os.environ if env is None else env
         topo = topology_from_env(env) if topology is None else topology
-        state = Path(env.get("HEADWATER_STATE_DIR") or REPO_ROOT / ".headwater").resolve()
+        state = state_dir(env)
         base = _int(env, "HEADWATER_CLUSTER_PORT_BASE", 19000, 1024, 65000)
         kafka_port = _int(env, "HEADWATER_KAFKA_PORT", 9092, 1, 65535)
         controller_port = _int(env, "HEADWATER_KAFKA_CONTROLLER_PORT", 9093, 1, 65535)
