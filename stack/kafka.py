@@ -15,7 +15,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from stack.config import REPO_ROOT, StackConfig, instance_name
-from stack.process import ManagedProcess
+from stack.process import ManagedProcess, StartWatch
 
 LOG4J_CONFIG = REPO_ROOT / "stack" / "conf" / "log4j2.properties"
 
@@ -155,14 +155,16 @@ class KafkaNode:
         self.process.start([*self._java(), "kafka.Kafka", str(self.props_file)], self.log_dir / "stdout.log")
         return True
 
-    def wait_listening(self, timeout_s: float) -> None:
-        """Wait for the listener first: librdkafka logs every refused connection at error level."""
-        deadline = time.monotonic() + timeout_s
+    def wait_listening(self, quiet_s: float) -> None:
+        """Wait for the listener first (librdkafka logs every refused connection at error level), as long as the
+        JVM's log grows: on a busy host a start can take minutes; a hung one fails after `quiet_s` of silence."""
+        watch = StartWatch(quiet_s, [self.log_dir])
         while not port_open(self.port):
             if self.process.pid() is None:
                 raise BrokerError(f"{self.name} exited during start-up; see {self.log_dir}")
-            if time.monotonic() > deadline:
-                raise BrokerError(f"{self.name}: port {self.port} not open after {timeout_s:.0f}s; see {self.log_dir}")
+            if watch.expired():
+                raise BrokerError(f"{self.name}: port {self.port} not open, and nothing logged for {quiet_s:.0f}s; "
+                                  f"see {self.log_dir}")
             time.sleep(0.1)
 
     def stop(self, timeout_s: float = 60.0) -> bool:
@@ -210,17 +212,18 @@ class Brokers:
             path.write_text(kafka_cluster_id())
         return path.read_text().strip()
 
-    def wait_ready(self, brokers: int | None = None, timeout_s: float | None = None) -> None:
-        """Block until `brokers` (default: all) nodes are registered with the quorum (metadata lists them)."""
+    def wait_ready(self, brokers: int | None = None, quiet_s: float | None = None) -> None:
+        """Block until `brokers` (default: all) nodes are registered with the quorum (metadata lists them), for as
+        long as the running nodes' logs show progress (`quiet_s` of silence is a failed start)."""
         count = len(self.nodes) if brokers is None else brokers
-        timeout = timeout_s or float(self.cfg.start_timeout_s)
+        timeout = quiet_s or float(self.cfg.start_timeout_s)
         running = [n for n in self.nodes if n.running()]
         for node in running:
             node.wait_listening(timeout)
         admin = AdminClient({"bootstrap.servers": self.cfg.bootstrap, "socket.connection.setup.timeout.ms": 1000})
-        deadline = time.monotonic() + timeout
+        watch = StartWatch(timeout, [n.log_dir for n in running])
         last = "no metadata"
-        while time.monotonic() < deadline:
+        while not watch.expired():
             if dead := [n.name for n in running if not n.running()]:
                 raise BrokerError(f"{', '.join(dead)} exited during start-up; see {self.cfg.logs_dir}")
             try:
@@ -231,7 +234,7 @@ class Brokers:
             except KafkaException as exc:
                 last = str(exc)
             time.sleep(0.2)
-        raise BrokerError(f"Kafka not ready after {timeout:.0f}s ({last}); see {self.cfg.logs_dir}")
+        raise BrokerError(f"Kafka not ready, and nothing logged for {timeout:.0f}s ({last}); see {self.cfg.logs_dir}")
 
     def warm_up_transactions(self, timeout_s: float = 90.0) -> None:
         """One empty transaction, so the transaction coordinator (and its replicated topic) exists before the first

@@ -11,6 +11,33 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
+class StartWatch:
+    """A start-up deadline that moves while the process shows progress (its log files grow): a slow, busy host gets
+    the time it needs; a start that hangs fails after `quiet_s` without a new log line."""
+
+    def __init__(self, quiet_s: float, logs: Sequence[Path]) -> None:
+        self.quiet_s = quiet_s
+        self._logs = list(logs)
+        self._size = self._bytes()
+        self._deadline = time.monotonic() + quiet_s
+
+    def _bytes(self) -> int:
+        total = 0
+        for path in self._logs:
+            files = path.rglob("*") if path.is_dir() else [path]
+            for f in files:
+                with contextlib.suppress(OSError):
+                    total += f.stat().st_size
+        return total
+
+    def expired(self) -> bool:
+        """True once `quiet_s` passed without the logs growing."""
+        now, size = time.monotonic(), self._bytes()
+        if size != self._size:
+            self._size, self._deadline = size, now + self.quiet_s
+        return now > self._deadline
+
+
 class ManagedProcess:
     """A service started by the launcher: its pid file and a marker that must be in its command line.
 

@@ -3,7 +3,6 @@ versions, which must not change the "latest" version other tests' events are enc
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -25,18 +24,10 @@ def incident_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
         "HEADWATER_GATEWAY_PORT": str(free_port()),
         "HEADWATER_EVENTS_PARTITIONS": "2",
         "HEADWATER_KAFKA_HEAP_MB": "512",
+        "HEADWATER_GATEWAY_WORKERS": "1",  # one is plenty here
     })
     stack = Stack(cfg)
-    workers = os.environ.get("HEADWATER_GATEWAY_WORKERS")
-    os.environ["HEADWATER_GATEWAY_WORKERS"] = "1"  # read by the gateway service at start; one is plenty here
     try:
-        env = stack.up().env
-    finally:
-        if workers is None:
-            os.environ.pop("HEADWATER_GATEWAY_WORKERS", None)
-        else:
-            os.environ["HEADWATER_GATEWAY_WORKERS"] = workers
-    try:
-        yield {**env, "ENV_FILE": str(cfg.env_file)}
+        yield {**stack.up().env, "ENV_FILE": str(cfg.env_file)}
     finally:
         stack.down()

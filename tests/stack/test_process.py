@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stack.process import ManagedProcess, _group_members
+from stack.process import ManagedProcess, StartWatch, _group_members
 
 pytestmark = pytest.mark.integration
 
@@ -61,3 +61,20 @@ def test_stop_never_touches_a_group_member_without_the_marker(tmp_path: Path) ->
         assert Path(f"/proc/{leader}").exists()
     finally:
         other.stop(timeout_s=5)
+
+
+@pytest.mark.unit
+def test_a_start_that_keeps_logging_is_waited_for_and_a_silent_one_fails(tmp_path: Path) -> None:
+    """A broker that took over 90 s to listen on a loaded host was killed mid-start; silence is the failure."""
+    log = tmp_path / "logs"
+    log.mkdir()
+    watch = StartWatch(0.2, [log])
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:  # 1 s of progress: five times the quiet bound
+        with (log / "server.log").open("a") as f:
+            f.write("starting\n")
+        assert not watch.expired()
+        time.sleep(0.05)
+    while not watch.expired():  # then silence: expired within the bound
+        time.sleep(0.05)
+    assert time.monotonic() - deadline < 1.0
