@@ -97,6 +97,9 @@ def cmd_diff(args: argparse.Namespace, out: Any) -> int:
             raise UsageError(f"unknown event type {event_type!r}")
         try:
             old, new = et.schema(int(old_v.lstrip("v"))), et.schema(int(new_v.lstrip("v")))
+        except CatalogError as exc:  # before ValueError, which it is
+            raise UsageError(f"{exc}: a version not in schemas/catalog.json yet is diffed by its file, e.g. "
+                             f"`diff {et.versions[-1]} <new file>`") from None
         except ValueError:
             raise UsageError("versions are numbers, e.g. `diff page_view 1 2`") from None
     elif len(args.what) == 2:

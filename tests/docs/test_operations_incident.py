@@ -57,8 +57,8 @@ def documented_commands() -> list[list[str]]:
 
 
 def run(env: dict[str, str], command: list[str], since: str) -> subprocess.CompletedProcess[str]:
-    """A documented command as written, `<incident start>` filled in; the stack found by HEADWATER_STATE_DIR."""
-    args = [since if a == "<incident start>" else a for a in command]
+    """A documented command as written, `<incident-start>` filled in; the stack found by HEADWATER_STATE_DIR."""
+    args = [since if a == "<incident-start>" else a for a in command]
     assert args[:2] == ["python", "-m"]
     proc_env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_") and k not in (
         "KAFKA_BOOTSTRAP", "REGISTRY_URL", "DEADLETTER_TOPIC")}

@@ -77,7 +77,7 @@ def test_a_new_page_view_version_passes_every_documented_step(stack_env: dict[st
         # 3. and 4.
         assert "compatible with headwater.events.page_view under BACKWARD" in step(
             "-m", "schemas", "check", "schemas/events/page_view/v3.avsc")
-        diff = step("-m", "schemas", "diff", "page_view", "2", "3")
+        diff = step("-m", "schemas", "diff", "schemas/events/page_view/v2.avsc", "schemas/events/page_view/v3.avsc")
         assert "+ properties.scroll_depth: [null, double] = null" in diff
         # 5. into the catalog
         catalog = json.loads((work / "schemas/catalog.json").read_text())
@@ -85,6 +85,7 @@ def test_a_new_page_view_version_passes_every_documented_step(stack_env: dict[st
         (work / "schemas/catalog.json").write_text(json.dumps(catalog, indent=2) + "\n")
         # 6. the schema tests, as the page says (they once asserted versions [1, 2] and failed here)
         assert " passed" in step("-m", "pytest", "tests/schemas", "-q")
+        assert "+ properties.scroll_depth" in step("-m", "schemas", "diff", "page_view", "2", "3")
         # 7.
         assert "headwater.events.page_view  v3 -> id" in step("-m", "schemas", "register")
         assert "versions [1, 2, 3]" in step("-m", "schemas", "list")
