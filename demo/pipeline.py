@@ -49,6 +49,7 @@ class PipelineOutput:
         with open(log_path, "ab") as log:
             for line in iter(stream.readline, b""):
                 log.write(line)
+                log.flush()  # the user may follow the log while Spark starts
                 if line.startswith(self.TABLE_PREFIXES):
                     self._out.write(line.decode(errors="replace"))
                     self._out.flush()
