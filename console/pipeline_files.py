@@ -14,11 +14,16 @@ LIVE_QUERY = "aggregates_live"
 IDLE_S = 60.0
 
 
-def checkpoint_offsets(pipeline_dir: Path, topic: str, query: str = LIVE_QUERY) -> dict[int, int] | None:
-    """The offsets of `topic` in the query's newest offset log entry (what its next batch starts from)."""
+def checkpoint_offsets(pipeline_dir: Path, topic: str, query: str = LIVE_QUERY, *,
+                       committed: bool = False) -> dict[int, int] | None:
+    """The offsets of `topic` in the query's newest offset log entry (the end of its newest batch); with
+    `committed`, of its newest committed batch (every record before them is in the query's output)."""
     folder = pipeline_dir / "checkpoints" / query / "offsets"
     try:
         entries = sorted((int(p.name), p) for p in folder.iterdir() if p.name.isdigit())
+        if committed:
+            done = {int(p.name) for p in (folder.parent / "commits").iterdir() if p.name.isdigit()}
+            entries = [(n, p) for n, p in entries if n in done]
     except OSError:
         return None
     for _, path in reversed(entries):

@@ -97,6 +97,10 @@ def test_checkpoint_offsets_come_from_the_newest_offset_log_entry(tmp_path: Path
     assert committed == {0: 9, 1: 11}
     assert lag({0: 10, 1: 20}, committed) == 10
     assert lag({0: 10}, None) is None
+    assert checkpoint_offsets(tmp_path, "headwater.events", committed=True) is None  # no commit log yet
+    (folder.parent / "commits").mkdir()
+    (folder.parent / "commits" / "1").write_text("v1\n{}\n")
+    assert checkpoint_offsets(tmp_path, "headwater.events", committed=True) == {0: 5, 1: 7}
 
 
 def test_net_loss_lists_open_gaps_first() -> None:

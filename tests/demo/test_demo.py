@@ -12,7 +12,7 @@ from typing import IO
 
 import pytest
 
-from demo.pipeline import PipelineExited, PipelineOutput
+from demo.pipeline import PipelineExited, PipelineOutput, wait_caught_up
 from demo.summary import counted, describe
 
 pytestmark = pytest.mark.unit
@@ -86,3 +86,29 @@ def test_the_closing_count_sums_the_minute_windows_of_the_demo() -> None:
     assert lines == ["the pipeline's 1-minute windows since 19:40 UTC count 2,980 events (page_view 2,000, "
                      "purchase 980); the gateway acknowledged 2,980 of the demo's"]
     assert "not counted yet" in describe({"page_view": 2000}, 2980, since)[1]
+
+
+def test_the_producers_run_until_a_live_table_shows_their_events(tmp_path: Path) -> None:
+    """On a host where Spark's first batch took longer than the producers' minute, no table came while they
+    sent; now producing goes on until one does."""
+    stream, child = _pipe()
+    output = PipelineOutput(stream, tmp_path / "pipeline.log", out=io.StringIO())
+    said, result = Said(2), dict[str, float]()
+    waiter = threading.Thread(target=lambda: result.update(
+        waited=output.wait_table(output.tables + 1, said, progress_every_s=0.02)))
+    waiter.start()
+    assert said.enough.wait(30) and waiter.is_alive()
+    child.write(b"-------------------------------------------\nBatch: 0\n")
+    waiter.join(30)
+    assert not waiter.is_alive() and output.tables == 1
+    assert "0 of 1 live tables shown" in said.lines[0]
+
+
+def test_the_demo_waits_until_the_live_query_has_read_every_event() -> None:
+    commits = iter([None, {0: 3, 1: 0}, {0: 5, 1: 2}, {0: 5, 1: 4}])
+    said: list[str] = []
+    wait_caught_up(lambda: next(commits), {0: 5, 1: 4}, lambda: True, said.append, progress_every_s=0.0,
+                   poll_s=0.0)
+    assert said[0].startswith("waiting for the pipeline to read the last 9 events")
+    with pytest.raises(PipelineExited, match="4 events unread"):
+        wait_caught_up(lambda: {0: 5, 1: 0}, {0: 5, 1: 4}, lambda: False, said.append, poll_s=0.0)
