@@ -75,11 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
 
     fleet = Fleet(env, args.rate, cfg.state_dir / "demo-spool")
+    rule = demo_rules.RuleApply(cfg.env_file)
     try:
         # Nothing is sent before every query runs: the live tables then show the events as they arrive.
         waited = output.wait_running(QUERY_GROUPS["all"], say)
         print(f"pipeline queries running (after {waited:.0f} s)", flush=True)
-        rule = demo_rules.RuleApply(cfg.env_file)
         rule.start()
         since = dt.datetime.now(dt.UTC)
         print(f"{args.nodes} producer nodes send {args.rate:g} events/s each for {args.duration:g}s through the SDK",
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         fleet.stop.set()
     finally:
+        rule.stop()
         stop(pipeline)
         output.join(10)
     print("outputs:")

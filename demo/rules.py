@@ -29,6 +29,7 @@ class RuleApply:
     def __init__(self, env_file: Path) -> None:
         self.ok = threading.Event()
         self.done = threading.Event()
+        self._proc: subprocess.Popen[str] | None = None
         self._thread = threading.Thread(target=self._apply, args=(env_file,), daemon=True)
 
     def start(self) -> None:
@@ -37,23 +38,31 @@ class RuleApply:
         self._thread.start()
 
     def wait(self, say: Callable[[str], None], progress_every_s: float = 15.0) -> bool:
-        """Wait until the apply ends (its command has a 600 s timeout), saying so while it runs; True if applied."""
+        """Wait until the apply ends, however long its analysis takes on a busy host, saying so while it runs
+        (Ctrl-C gives up); True if applied."""
         t0 = time.monotonic()
         while not self.done.wait(progress_every_s):
             say(f"waiting for `rules apply` ({time.monotonic() - t0:.0f} s: it analyses the rule with Spark)")
         return self.ok.is_set()
 
+    def stop(self) -> None:
+        """End the apply if it still runs (the demo is stopping)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+
     def _apply(self, env_file: Path) -> None:
         try:
-            done = subprocess.run([sys.executable, "-m", "spark_pipeline", "--env-file", str(env_file), "rules",
-                                   "apply", str(RULE_FILE), "--name", RULE_NAME], cwd=REPO_ROOT, capture_output=True,
-                                  text=True, timeout=600, check=False)
-            for line in done.stdout.splitlines():
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "spark_pipeline", "--env-file", str(env_file), "rules", "apply",
+                 str(RULE_FILE), "--name", RULE_NAME], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True)
+            stdout, stderr = self._proc.communicate()
+            for line in stdout.splitlines():
                 print(f"  rules apply: {line}", flush=True)
-            if done.returncode == 0:
+            if self._proc.returncode == 0:
                 self.ok.set()
             else:
-                print(f"  rules apply failed ({done.returncode}): {done.stderr.strip()[-500:]}", flush=True)
+                print(f"  rules apply failed ({self._proc.returncode}): {stderr.strip()[-500:]}", flush=True)
         finally:
             self.done.set()
 
