@@ -73,7 +73,7 @@ def topology_from_env(env: Mapping[str, str]) -> Topology:
                           "service sit behind HAProxy)")
     return Topology(
         brokers=_int(env, "HEADWATER_BROKERS", preset.brokers, 1, 9), registries=registries, gateways=gateways,
-        haproxy=haproxy, console=_int(env, "HEADWATER_CONSOLE", int(preset.console), 0, 1) == 1,
+        haproxy=haproxy, console=_int(env, "HEADWATER_CONSOLES", int(preset.console), 0, 1) == 1,
         spark=_int(env, "HEADWATER_CLUSTER_SPARK", int(preset.spark), 0, 1) == 1,
     )
 
@@ -89,7 +89,7 @@ class StackConfig:
 
     Every field has an environment variable (documented in docs/local-stack.md and docs/cluster.md):
     HEADWATER_STATE_DIR, HEADWATER_TOPOLOGY (and the counts: HEADWATER_BROKERS, HEADWATER_REGISTRIES, GATEWAYS,
-    HEADWATER_HAPROXY, HEADWATER_CONSOLE, HEADWATER_CLUSTER_SPARK), HEADWATER_KAFKA_PORT,
+    HEADWATER_HAPROXY, HEADWATER_CONSOLES, HEADWATER_CLUSTER_SPARK), HEADWATER_KAFKA_PORT,
     HEADWATER_KAFKA_CONTROLLER_PORT, HEADWATER_REGISTRY_PORT, HEADWATER_GATEWAY_PORT, HEADWATER_CONSOLE_PORT,
     HEADWATER_CLUSTER_PORT_BASE, HEADWATER_EVENTS_PARTITIONS, HEADWATER_DEADLETTER_PARTITIONS,
     HEADWATER_AGGREGATES_PARTITIONS, HEADWATER_KAFKA_HEAP_MB, HEADWATER_KAFKA_FLUSH_MESSAGES,

@@ -39,7 +39,7 @@ def private_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
         "HEADWATER_STATE_DIR": str(state), "HEADWATER_KAFKA_PORT": str(free_port()),
         "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()), "HEADWATER_REGISTRY_PORT": str(free_port()),
         "HEADWATER_GATEWAY_PORT": str(free_port()), "HEADWATER_EVENTS_PARTITIONS": "2",
-        "HEADWATER_KAFKA_HEAP_MB": "512", "HEADWATER_GATEWAY_WORKERS": "1", "HEADWATER_CONSOLE": "0",
+        "HEADWATER_KAFKA_HEAP_MB": "512", "HEADWATER_GATEWAY_WORKERS": "1", "HEADWATER_CONSOLES": "0",
     })
     stack = Stack(cfg)
     try:

@@ -113,7 +113,7 @@ def _cli(state: Path, *args: str, ports: tuple[int, int, int, int],
     # Nothing of the shell's stack settings (a console port exported for `make up`, say) reaches the private stack.
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_") and k != "GATEWAYS"}
     # What this test checks is the command line: no console, one gateway worker (two full starts on a busy host).
-    env = {**clean, "HEADWATER_CONSOLE": "0", "HEADWATER_GATEWAY_WORKERS": "1",
+    env = {**clean, "HEADWATER_CONSOLES": "0", "HEADWATER_GATEWAY_WORKERS": "1",
            "HEADWATER_STATE_DIR": str(state), "HEADWATER_KAFKA_PORT": str(ports[0]),
            "HEADWATER_KAFKA_CONTROLLER_PORT": str(ports[1]), "HEADWATER_REGISTRY_PORT": str(ports[2]),
            "HEADWATER_GATEWAY_PORT": str(ports[3]), **(extra or {})}
