@@ -8,12 +8,18 @@ PYTEST_ARGS ?=
 PYTEST_DURATIONS ?= --durations=25
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-.PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
+.PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
-	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules
+	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls
 
 setup:
 	@bash stack/setup.sh
+	@$(MAKE) --no-print-directory native
+
+# The gateway's compiled Avro reader (gateway/_avro_fast.c), built in place; the gateway runs without it (slower).
+native:
+	@$(PY) -c "from setuptools import Extension, setup; setup(name='headwater-native', script_args=['-q', \
+		'build_ext', '--inplace'], ext_modules=[Extension('gateway._avro_fast', ['gateway/_avro_fast.c'])])"
 
 # TOPOLOGY=cluster (or HEADWATER_TOPOLOGY=cluster): 3 brokers, 2 registries, GATEWAYS gateways behind HAProxy
 # (docs/cluster.md). Default: the single-node stack; each count can be set on its own (docs/local-stack.md, "Topology").
@@ -91,6 +97,10 @@ chaos-cluster: setup setup-haproxy
 # Not a test: the same load on RF=1 and RF=3 topics of a private cluster; events per gateway and broker core-second.
 bench-replication: setup setup-haproxy
 	@$(PY) -m bench.replication
+
+# Not a test: gateway and HAProxy CPU per event over plain HTTP and over TLS, alternating rounds (docs/security.md).
+bench-tls: setup setup-haproxy
+	@$(PY) -m bench.tls
 
 # Fault 5 of issue 18 (tests/cluster/test_spark_cluster.py): the pipeline on a Spark standalone cluster, its worker
 # killed with SIGKILL mid-batch while 3 SDK producers send >= 30,000 events; replay must equal the streaming outputs.

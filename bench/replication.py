@@ -4,6 +4,9 @@ ratio, and one JSON line at the end (docs/cluster.md, "Capacity with replication
 
     python -m bench.replication [--events 20000] [--rounds 2] [--producers 4]      (make bench-replication)
 
+HEADWATER_BENCH_WARM_S (default 120; 0 skips it): the longest warm-up of the brokers before the first phase
+(bench/gateway/warm.py: their JIT compiles the transaction and replication paths during the first minutes).
+
 Not a test: nothing is asserted. CPU is read from /proc for every gateway and broker process (user + system), so
 the figures are per core-second actually used, whatever else the shared machine runs; compare the two rows of the
 same run, not absolute figures between runs.
@@ -23,6 +26,7 @@ from pathlib import Path
 
 import headwater
 
+from bench.gateway.warm import WARM_TOPIC, warm_broker
 from loadtest.events import EventFactory
 from stack.config import CLUSTER, StackConfig
 from stack.launcher import Stack
@@ -75,7 +79,10 @@ class Phase:
                 "events_per_gateway_core_s": round(self.events / self.gateway_cpu_s, 1),
                 "events_per_broker_core_s": round(self.events / self.broker_cpu_s, 1),
                 "events_per_broker_core_s_above_idle": round(self.events / above_idle, 1),
-                "gateway_cpu_s": round(self.gateway_cpu_s, 2), "broker_cpu_s": round(self.broker_cpu_s, 2)}
+                "gateway_cpu_s": round(self.gateway_cpu_s, 2), "broker_cpu_s": round(self.broker_cpu_s, 2),
+                # The capacity rule of docs/capacity.md: cores per 10 k events/s (brokers: all three, above idle).
+                "gateway_cores_per_10k_events_per_s": round(10_000 * self.gateway_cpu_s / self.events, 2),
+                "broker_cores_per_10k_events_per_s": round(10_000 * above_idle / self.events, 2)}
 
 
 def send(env: dict[str, str], events: int, producers: int, seed: int) -> int:
@@ -134,6 +141,13 @@ def main(argv: list[str] | None = None) -> int:
             for rf, spec in specs.items():
                 ensure_topics(cfg.bootstrap, [TopicSpec(TOPICS[rf], spec.partitions, spec.config)],
                               timeout_s=60, replication_factor=rf)
+            warm_s = float(os.environ.get("HEADWATER_BENCH_WARM_S", "120"))
+            if warm_s:  # the brokers' JIT, before anything is measured (bench/gateway/warm.py)
+                ensure_topics(cfg.bootstrap, [TopicSpec(WARM_TOPIC, specs[3].partitions, specs[3].config)],
+                              timeout_s=60, replication_factor=3)
+                leader = cluster.kafka.nodes[0].process.pid() or 0
+                warm = warm_broker(cfg.bootstrap, leader, max_seconds=warm_s)
+                print(f"brokers warmed by {warm.transactions} transactions in {warm.seconds} s", flush=True)
             idle = broker_idle_cores(cluster)
             phases = {rf: Phase(rf, idle) for rf in TOPICS}
             for r in range(args.rounds):
@@ -148,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, fig in (("RF=1", one), ("RF=3", three)):
         print(f"{name}: {fig['events_per_s']:.0f} events/s, {fig['events_per_gateway_core_s']:.0f} events per gateway "
               f"core-second, {fig['events_per_broker_core_s']:.0f} events per broker core-second (all 3 brokers; "
-              f"{fig['events_per_broker_core_s_above_idle']:.0f} counting only CPU above their idle use)")
+              f"{fig['events_per_broker_core_s_above_idle']:.0f} counting only CPU above their idle use); per 10 k "
+              f"events/s: {fig['gateway_cores_per_10k_events_per_s']} gateway cores, "
+              f"{fig['broker_cores_per_10k_events_per_s']} broker cores (the three, above idle)")
     print(f"brokers idle: {phases[1].broker_idle_cores:.2f} cores for the three")
     print(f"RF=3 / RF=1: gateway {ratio_g:.2f}, brokers {ratio_b:.2f} ({ratio_i:.2f} above idle)")
     print(json.dumps({"bench": "replication", "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 POLL_S = 0.01  # how long one wait for delivery reports lasts while the queue is full
 
@@ -23,9 +23,10 @@ class QueueFull(BufferError):
 
 
 class Producing(Protocol):
-    """What the helpers need of a producer (confluent-kafka's `Producer` has it)."""
+    """What the helpers need of a producer (confluent-kafka's `Producer` has it; so has the gateway's TxProducer).
+    A producer given with `on_delivery` must also take that keyword, as confluent-kafka's does."""
 
-    def produce(self, topic: str, *args: Any, **kwargs: Any) -> None: ...
+    def produce(self, topic: str, *, value: Any = ..., key: Any = ..., headers: Any = ...) -> None: ...
     def poll(self, timeout: float) -> int: ...
 
 
@@ -54,7 +55,7 @@ def produce(producer: Producing, topic: str, value: bytes | None, key: bytes | N
             if on_delivery is None:
                 producer.produce(topic, value=value, key=key, headers=headers)
             else:
-                producer.produce(topic, value=value, key=key, headers=headers, on_delivery=on_delivery)
+                cast(Any, producer).produce(topic, value=value, key=key, headers=headers, on_delivery=on_delivery)
             return
         except BufferError:
             if time.monotonic() >= deadline:

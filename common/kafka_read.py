@@ -22,6 +22,9 @@ from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
+
+from common.kafka_security import KafkaSecurity
 
 OFFSET_BEGINNING = -2  # librdkafka's logical offsets
 OFFSET_END = -1
@@ -71,20 +74,30 @@ def watermarks(consumer: Consumer, topic: str, parts: list[int] | None = None,
     """partition -> (first offset, end offset) now; the end is the last stable offset for a read_committed
     consumer (records of open transactions are not readable yet)."""
     parts = partitions(consumer, topic, timeout_s) if parts is None else parts
-    deadline = time.monotonic() + timeout_s
     out: dict[int, tuple[int, int]] = {}
     for p in parts:
-        while p not in out:
-            try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s, cached=False)
-                out[p] = (int(low), int(high))
-            except KafkaException as exc:
-                # A topic just created has no leader for a moment (NOT_LEADER_FOR_PARTITION): retriable, retried.
-                err = exc.args[0] if exc.args else None
-                if not (isinstance(err, KafkaError) and err.retriable()) or time.monotonic() > deadline:
-                    raise KafkaReadError(f"end offsets of {topic} [{p}]: {exc}") from None
-                time.sleep(RETRY_BACKOFF_S)
+        try:
+            # A topic just created has no leader for a moment (NOT_LEADER_FOR_PARTITION): retried until timeout_s.
+            for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(RETRY_BACKOFF_S),
+                                    retry=retry_if_exception(_transient), reraise=True):
+                with attempt:
+                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s,
+                                                               cached=False)
+        except KafkaException as exc:
+            raise KafkaReadError(f"end offsets of {topic} [{p}]: {exc}") from None
+        out[p] = (int(low), int(high))
     return out
+
+
+_TRANSIENT = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT,
+                        KafkaError._TIMED_OUT})
+
+
+def _transient(exc: BaseException) -> bool:
+    """An error that a moment's wait cures (librdkafka does not flag these retriable on metadata calls)."""
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(err, KafkaError) and (err.retriable() or err.code() in _TRANSIENT)
 
 
 def end_offsets(consumer: Consumer, topic: str, parts: list[int] | None = None,
@@ -136,20 +149,29 @@ def drain(consumer: Consumer, topic: str, starts: Mapping[int, int], ends: Mappi
             if offset + 1 >= ends[partition]:
                 pending.discard(partition)
             yield msg
-        if pending:
-            for tp in consumer.position([TopicPartition(topic, p) for p in sorted(pending)]):
-                if tp.offset >= ends[tp.partition]:
-                    pending.discard(tp.partition)
-                if tp.offset > positions.get(tp.partition, tp.offset):
-                    progressed = True
-                if tp.offset >= 0:
-                    positions[tp.partition] = tp.offset
+        if pending and _positions_advanced(consumer, topic, pending, ends, positions):
+            progressed = True
         now = time.monotonic()
         if progressed:
             last_progress = now
         if pending and (now - last_progress > stall_s or (deadline is not None and now > deadline)):
             raise _timeout(topic, pending, timeout_s if deadline is not None and now > deadline else None,
                            stall_s, retriable)
+
+
+def _positions_advanced(consumer: Consumer, topic: str, pending: set[int], ends: Mapping[int, int],
+                        positions: dict[int, int]) -> bool:
+    """Drop from `pending` the partitions whose position reached their end (the last offsets may hold no record
+    to return: transaction markers, aborted or compacted records); True when any position moved."""
+    moved = False
+    for tp in consumer.position([TopicPartition(topic, p) for p in sorted(pending)]):
+        if tp.offset >= ends[tp.partition]:
+            pending.discard(tp.partition)
+        if tp.offset > positions.get(tp.partition, tp.offset):
+            moved = True
+        if tp.offset >= 0:
+            positions[tp.partition] = tp.offset
+    return moved
 
 
 def _timeout(topic: str, pending: set[int], timeout_s: float | None, stall_s: float,
@@ -168,12 +190,17 @@ def _resolve(offset: int, first: int, end: int) -> int:
     return offset
 
 
+def _consumer(bootstrap: str, committed: bool, security: KafkaSecurity | None) -> Consumer:
+    return Consumer(consumer_config(bootstrap, committed=committed, **(security or KafkaSecurity()).librdkafka()))
+
+
 def read_to_end(bootstrap: str, topic: str, *, start: Mapping[int, int] | None = None, since_ms: int | None = None,
                 committed: bool = True, timeout_s: float | None = 60.0, stall_s: float = 30.0,
-                missing_ok: bool = False) -> Generator[Message, None, None]:
+                missing_ok: bool = False, security: KafkaSecurity | None = None) -> Generator[Message, None, None]:
     """Every readable record of `topic` from `start` (partition -> offset; partitions not named start at the
-    beginning) or from `since_ms`, up to the end each partition had when the read began."""
-    consumer = Consumer(consumer_config(bootstrap, committed=committed))
+    beginning) or from `since_ms`, up to the end each partition had when the read began. `security`: the
+    reader's Kafka credentials (common/kafka_security.py; default PLAINTEXT)."""
+    consumer = _consumer(bootstrap, committed, security)
     try:
         try:
             parts = partitions(consumer, topic)
@@ -191,9 +218,10 @@ def read_to_end(bootstrap: str, topic: str, *, start: Mapping[int, int] | None =
         consumer.close()
 
 
-def topic_end_offsets(bootstrap: str, topic: str, *, committed: bool = True, timeout_s: float = 10.0) -> dict[int, int]:
+def topic_end_offsets(bootstrap: str, topic: str, *, committed: bool = True, timeout_s: float = 10.0,
+                      security: KafkaSecurity | None = None) -> dict[int, int]:
     """partition -> end offset of `topic` now (a test takes them before it writes, to read only what it wrote)."""
-    consumer = Consumer(consumer_config(bootstrap, committed=committed))
+    consumer = _consumer(bootstrap, committed, security)
     try:
         return end_offsets(consumer, topic, timeout_s=timeout_s)
     finally:
@@ -201,10 +229,10 @@ def topic_end_offsets(bootstrap: str, topic: str, *, committed: bool = True, tim
 
 
 def read_at(bootstrap: str, topic: str, partition: int, offset: int, *, committed: bool = True,
-            timeout_s: float = 15.0) -> Message | None:
+            timeout_s: float = 15.0, security: KafkaSecurity | None = None) -> Message | None:
     """The record at exactly partition:offset, or None when there is none (past the end, a transaction marker,
     aborted, compacted away, or before the first offset). TopicMissing when the partition does not exist."""
-    consumer = Consumer(consumer_config(bootstrap, committed=committed))
+    consumer = _consumer(bootstrap, committed, security)
     try:
         if partition not in partitions(consumer, topic):
             raise TopicMissing(f"topic {topic} has no partition {partition}")

@@ -56,9 +56,9 @@ def _run(command: str, asked: StackConfig) -> int:
         started = ", ".join(report.started) or "nothing new"
         print(f"stack up in {report.seconds:.1f}s ({_describe(asked)}; started: {started}; "
               f"topics created: {', '.join(report.created_topics) or 'none'})")
-        print(f"# {asked.env_file}")
-        for key, value in report.env.items():
-            print(f"{key}={value}")
+        print(f"# {asked.env_file} (mode 0600; `python -m stack env` prints it, secrets included)")
+        for key, value in report.env.items():  # never a secret on the terminal or in a CI log
+            print(f"{key}={'<hidden>' if is_secret(key) else value}")
     elif command == "down":
         stopped = stack.down()
         print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
@@ -112,6 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     except (BrokerError, ServiceError) as exc:
         print(f"stack: {exc}", file=sys.stderr)
         return 1
+
+
+def is_secret(key: str) -> bool:
+    """stack.env lines that hold a secret itself (the others name files, URLs and ports)."""
+    return key.endswith(("WRITE_KEY", "PASSWORD", "USER_INFO")) and not key.endswith("_FILE")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ from common.env import env_int
 from common.envfile import state_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# HAProxy connects to the gateways from this loopback address, the only one they trust for X-Forwarded-For.
-HAPROXY_SOURCE = "127.0.0.2"
+# The name of HAProxy's client certificate: the gateways believe X-Forwarded-For only from a connection showing it.
+HAPROXY_CLIENT_NAME = "haproxy.headwater"
 
 
 class ConfigError(ValueError):
@@ -38,6 +38,8 @@ class Topology:
     haproxy: bool = False
     console: bool = True
     spark: bool = False
+    # TLS on every hop, SASL/SCRAM + ACLs on Kafka (docs/security.md); off: PLAINTEXT Kafka and HTTP on loopback.
+    secure: bool = False
 
     @property
     def name(self) -> str:
@@ -55,7 +57,7 @@ class Topology:
 
 
 SINGLE = Topology()
-CLUSTER = Topology(brokers=3, registries=2, gateways=3, haproxy=True, console=True, spark=True)
+CLUSTER = Topology(brokers=3, registries=2, gateways=3, haproxy=True, console=True, spark=True, secure=True)
 PRESETS = {"single": SINGLE, "cluster": CLUSTER}
 
 
@@ -75,6 +77,7 @@ def topology_from_env(env: Mapping[str, str]) -> Topology:
         brokers=_int(env, "HEADWATER_BROKERS", preset.brokers, 1, 9), registries=registries, gateways=gateways,
         haproxy=haproxy, console=_int(env, "HEADWATER_CONSOLES", int(preset.console), 0, 1) == 1,
         spark=_int(env, "HEADWATER_CLUSTER_SPARK", int(preset.spark), 0, 1) == 1,
+        secure=_int(env, "HEADWATER_SECURE", int(preset.secure), 0, 1) == 1,
     )
 
 
@@ -106,6 +109,7 @@ class StackConfig:
     topology: Topology = SINGLE
     broker_ports: tuple[int, ...] = (9092,)
     controller_ports: tuple[int, ...] = (9093,)
+    internal_ports: tuple[int, ...] = (9094,)  # the brokers' own listener (secure topologies only)
     registry_ports: tuple[int, ...] = (8081,)
     gateway_ports: tuple[int, ...] = (8080,)
     registry_port: int = 8081
@@ -122,6 +126,9 @@ class StackConfig:
     gateway_workers: int = 2
     spark_worker_cores: int = 1
     spark_worker_memory: str = "1g"
+    # HAProxy's limits per source address (docs/security.md): open connections, requests in 10 s.
+    haproxy_max_conn_per_source: int = 256
+    haproxy_max_requests_per_source: int = 20_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, topology: Topology | None = None) -> StackConfig:
@@ -140,6 +147,8 @@ class StackConfig:
             state_dir=state, topology=topo,
             broker_ports=tuple(base + 1 + i for i in range(topo.brokers)) if several else (kafka_port,),
             controller_ports=tuple(base + 11 + i for i in range(topo.brokers)) if several else (controller_port,),
+            internal_ports=(tuple(base + 41 + i for i in range(topo.brokers)) if several
+                            else (_int(env, "HEADWATER_KAFKA_INTERNAL_PORT", 9094, 1, 65535),)),
             registry_ports=(tuple(base + 21 + i for i in range(topo.registries)) if topo.haproxy
                             else (registry_port,)),
             gateway_ports=tuple(base + 31 + i for i in range(topo.gateways)) if topo.haproxy else (gateway_port,),
@@ -155,6 +164,9 @@ class StackConfig:
             gateway_workers=_int(env, "HEADWATER_GATEWAY_WORKERS", 1 if topo.gateways > 1 else 2, 1, 64),
             spark_worker_cores=_int(env, "HEADWATER_SPARK_WORKER_CORES", 1, 1, 64),
             spark_worker_memory=f"{_int(env, 'HEADWATER_SPARK_WORKER_MEMORY_MB', 1024, 256, 65536)}m",
+            haproxy_max_conn_per_source=_int(env, "HEADWATER_HAPROXY_MAX_CONN_PER_SOURCE", 256, 1, 100_000),
+            haproxy_max_requests_per_source=_int(env, "HEADWATER_HAPROXY_MAX_REQUESTS_PER_SOURCE", 20_000, 1,
+                                                 10_000_000),
         )
         cfg.check_ports()
         return cfg
@@ -173,7 +185,8 @@ class StackConfig:
         public = (free_port(), free_port()) if topology.haproxy else (registries[0], gateways[0])
         cfg = cls(
             state_dir=state_dir.resolve(), topology=topology, broker_ports=brokers,
-            controller_ports=ports(topology.brokers), registry_ports=registries, gateway_ports=gateways,
+            controller_ports=ports(topology.brokers), internal_ports=ports(topology.brokers),
+            registry_ports=registries, gateway_ports=gateways,
             registry_port=public[0], gateway_port=public[1], console_port=free_port(), stats_port=free_port(),
             events_partitions=events_partitions, kafka_heap_mb=heap_mb or (384 if several else 1024),
             gateway_workers=1 if topology.gateways > 1 else 2,
@@ -183,6 +196,8 @@ class StackConfig:
 
     def check_ports(self) -> None:
         ports = [*self.broker_ports, *self.controller_ports, *self.registry_ports, *self.gateway_ports]
+        if self.topology.secure:
+            ports += self.internal_ports
         if self.topology.haproxy:
             ports += [self.registry_port, self.gateway_port, self.stats_port]
         if self.topology.console:
@@ -214,12 +229,26 @@ class StackConfig:
         return ",".join(f"127.0.0.1:{p}" for p in self.broker_ports)
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.topology.secure else "http"
+
+    @property
     def gateway_url(self) -> str:
-        return f"http://127.0.0.1:{self.gateway_port}"
+        """`localhost` when secure: the name the certificates carry (and every client verifies)."""
+        return f"{self.scheme}://{'localhost' if self.topology.secure else '127.0.0.1'}:{self.gateway_port}"
 
     @property
     def registry_url(self) -> str:
-        return f"http://127.0.0.1:{self.registry_port}"
+        return f"{self.scheme}://{'localhost' if self.topology.secure else '127.0.0.1'}:{self.registry_port}"
+
+    @property
+    def secrets_dir(self) -> Path:
+        """Credentials (stack/secrets.py) and certificates (stack/certs.py), 0700."""
+        return self.state_dir / "secrets"
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.secrets_dir / "tls"
 
     @property
     def jars_dir(self) -> Path:

@@ -14,7 +14,8 @@ import time
 import urllib.request
 from string import Template
 
-from stack.config import HAPROXY_SOURCE, REPO_ROOT, StackConfig
+from stack.certs import CertificateAuthority
+from stack.config import HAPROXY_CLIENT_NAME, REPO_ROOT, StackConfig
 from stack.kafka import port_open
 from stack.process import ManagedProcess
 from stack.services import ServiceError
@@ -32,9 +33,23 @@ def render_config(cfg: StackConfig, gateway_ports: tuple[int, ...] | None = None
                            for i, p in enumerate(cfg.registry_ports))
     return Template(TEMPLATE.read_text()).substitute(
         STATS_SOCKET=str(cfg.run_dir / "haproxy.sock"), GATEWAY_PORT=cfg.gateway_port,
-        REGISTRY_PORT=cfg.registry_port, STATS_PORT=cfg.stats_port, SOURCE=HAPROXY_SOURCE,
-        GATEWAY_SERVERS=servers, REGISTRY_SERVERS=registries,
+        REGISTRY_PORT=cfg.registry_port, STATS_PORT=cfg.stats_port,
+        GATEWAY_SERVERS=servers, REGISTRY_SERVERS=registries, MAX_CONN_PER_SOURCE=cfg.haproxy_max_conn_per_source,
+        MAX_REQUESTS_PER_SOURCE=cfg.haproxy_max_requests_per_source, **tls_settings(cfg),
     )
+
+
+def tls_settings(cfg: StackConfig) -> dict[str, str]:
+    """A secure topology: TLS on both frontends (the stack's certificate for `localhost`), and to every server,
+    verified against the stack's CA; to the gateways HAProxy shows its client certificate (HAPROXY_CLIENT_NAME)."""
+    if not cfg.topology.secure:
+        return {"BIND_TLS": "", "GATEWAY_SERVER_TLS": "", "REGISTRY_SERVER_TLS": ""}
+    ca = CertificateAuthority(cfg.tls_dir)
+    front = ca.combined_pem(ca.issue("haproxy"))
+    client = ca.combined_pem(ca.issue(HAPROXY_CLIENT_NAME, usage="client"))
+    verify = f" ssl verify required ca-file {ca.pem} sni str(localhost)"
+    return {"BIND_TLS": f" ssl crt {front}", "GATEWAY_SERVER_TLS": f"{verify} crt {client}",
+            "REGISTRY_SERVER_TLS": verify}
 
 
 class HAProxy:

@@ -10,12 +10,16 @@ import socket
 import subprocess
 import time
 import uuid
+from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from stack.config import REPO_ROOT, StackConfig, instance_name
+from stack.kafka_acls import ADMIN
 from stack.process import ManagedProcess, StartWatch
+from stack.secrets import StackSecrets
+from stack.security import KafkaTls, client_config, format_arguments, listener_properties
 
 LOG4J_CONFIG = REPO_ROOT / "stack" / "conf" / "log4j2.properties"
 
@@ -71,6 +75,11 @@ def node_properties(cfg: StackConfig, node: int) -> dict[str, str]:
             "replica.fetch.max.bytes": str(1024 * 1024),
             # A follower that stops fetching leaves the ISR after 10 s (the default 30 s would stall acks=all longer).
             "replica.lag.time.max.ms": "10000",
+            # A node that dies is fenced by the active controller, and its partitions get new leaders from the
+            # in-sync replicas, 4 s after its last heartbeat (defaults: 9 s, heartbeats every 2 s): producers see
+            # a broker loss as a few seconds of 503s (docs/cluster.md, "What a broker loss costs").
+            "broker.session.timeout.ms": "4000",
+            "broker.heartbeat.interval.ms": "500",
             # Several nodes share one host: fewer threads each.
             "num.io.threads": "2",
             "num.replica.fetchers": "1",
@@ -78,7 +87,16 @@ def node_properties(cfg: StackConfig, node: int) -> dict[str, str]:
         })
     if cfg.kafka_flush_messages > 0:
         props["log.flush.interval.messages"] = str(cfg.kafka_flush_messages)
+    if cfg.topology.secure:  # SASL/SCRAM over TLS for clients, mutual TLS between nodes, ACLs (stack/security.py)
+        props |= listener_properties(port, cfg.internal_ports[node - 1], cport, KafkaTls.make(cfg.tls_dir))
     return props
+
+
+def admin_settings(cfg: StackConfig) -> dict[str, Any]:
+    """librdkafka settings of the stack's own calls (readiness, topics, warm-up): the administrator when secure."""
+    if not cfg.topology.secure:
+        return {"bootstrap.servers": cfg.bootstrap}
+    return client_config(cfg.bootstrap, ADMIN, StackSecrets(cfg.secrets_dir), cfg.tls_dir / "ca.pem")
 
 
 def quorum_properties(cfg: StackConfig) -> dict[str, str]:
@@ -135,17 +153,21 @@ class KafkaNode:
 
     def write_config(self) -> None:
         self.props_file.parent.mkdir(parents=True, exist_ok=True)
+        self.props_file.touch(mode=0o600)
+        self.props_file.chmod(0o600)  # a secure node's file holds its keystore's password
         self.props_file.write_text(render_properties(node_properties(self.cfg, self.node)))
 
     def format_storage(self, cluster_id: str) -> None:
         if (self.data_dir / "meta.properties").exists():
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        scram = format_arguments(StackSecrets(self.cfg.secrets_dir)) if self.cfg.topology.secure else []
         cmd = [*self._java(), "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props_file),
-               *(["--standalone"] if self.alone else [])]
+               *(["--standalone"] if self.alone else []), *scram]
         done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
-            raise BrokerError(f"formatting {self.data_dir} failed:\n{done.stdout}{done.stderr}")
+            # Never stdout: with --add-scram it lists the administrator's salted credential.
+            raise BrokerError(f"formatting {self.data_dir} failed:\n{done.stderr}")
 
     def start_process(self) -> bool:
         """Start the JVM unless it runs (readiness is the quorum's: see `Brokers.wait_ready`). True if started."""
@@ -220,7 +242,7 @@ class Brokers:
         running = [n for n in self.nodes if n.running()]
         for node in running:
             node.wait_listening(timeout)
-        admin = AdminClient({"bootstrap.servers": self.cfg.bootstrap, "socket.connection.setup.timeout.ms": 1000})
+        admin = AdminClient({**admin_settings(self.cfg), "socket.connection.setup.timeout.ms": 1000})
         watch = StartWatch(timeout, [n.log_dir for n in running])
         last = "no metadata"
         while not watch.expired():
@@ -239,7 +261,7 @@ class Brokers:
     def warm_up_transactions(self, timeout_s: float = 90.0) -> None:
         """One empty transaction, so the transaction coordinator (and its replicated topic) exists before the first
         real one."""
-        producer = Producer({"bootstrap.servers": self.cfg.bootstrap, "transactional.id": "headwater-stack-warmup",
+        producer = Producer({**admin_settings(self.cfg), "transactional.id": "headwater-stack-warmup",
                              "enable.idempotence": True, "acks": "all"})
         producer.init_transactions(timeout_s)
         producer.begin_transaction()

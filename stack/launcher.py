@@ -15,8 +15,10 @@ from schemas.catalog import CatalogError, load_catalog
 from schemas.register import register_catalog
 from stack.config import ConfigError, StackConfig, Topology
 from stack.haproxy import HAProxy
-from stack.kafka import Brokers
+from stack.kafka import Brokers, admin_settings
 from stack.process import ManagedProcess
+from stack.secrets import StackSecrets
+from stack.security import provision
 from stack.services import ServiceError, console_service, dev_write_key, gateway_service, registry_service
 from stack.topics import (
     AGGREGATES_TOPIC,
@@ -64,6 +66,7 @@ class Stack:
         self.cfg = cfg
         self.kafka = Brokers(cfg)
         self.haproxy = HAProxy(cfg)
+        self.secrets = StackSecrets(cfg.secrets_dir)
         self.gateway_env = dict(gateway_env or {})
 
     def spark(self) -> SparkStandalone:
@@ -93,8 +96,10 @@ class Stack:
         self.cfg.topology_file.parent.mkdir(parents=True, exist_ok=True)
         self.cfg.topology_file.write_text(topo.to_json() + "\n")
         started = self.kafka.start()
+        if topo.secure:  # every component's SCRAM user and ACLs, as the administrator (idempotent)
+            provision(self.cfg.bootstrap, self.secrets, self.cfg.tls_dir / "ca.pem")
         created = ensure_topics(self.cfg.bootstrap, topic_specs(self.cfg), timeout_s=60,
-                                replication_factor=self.cfg.replication_factor)
+                                replication_factor=self.cfg.replication_factor, client=admin_settings(self.cfg))
         self.kafka.warm_up_transactions()
         env = self.endpoints()
         indexes = range(1, topo.registries + 1)
@@ -115,14 +120,30 @@ class Stack:
                 started.append(console.name)
             env["CONSOLE_URL"] = f"http://127.0.0.1:{self.cfg.console_port}"
         env.update(self.start_spark())
-        write_env(self.cfg.env_file, env)
+        env.update(self.tools_env())
+        write_env(self.cfg.env_file, env)  # mode 0600: it holds the write key
         return UpReport(env, started, created, time.monotonic() - t0)
+
+    def tools_env(self) -> dict[str, str]:
+        """stack.env's credentials for the commands run from a shell (file paths, each tool its own principal) and,
+        when secure, the CA every client checks the stack's certificates with."""
+        if not self.cfg.topology.secure:
+            return self.secrets.tools_env(None)
+        ca = str(self.cfg.tls_dir / "ca.pem")
+        return {**self.secrets.tools_env(self.cfg.tls_dir / "ca.pem"), "HEADWATER_CA_BUNDLE": ca,
+                "REGISTRY_SSL_CA_LOCATION": ca, "KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "KAFKA_SSL_CA_LOCATION": ca}
+
+    def registry_admin(self) -> RegistryClient:
+        """The registry as the stack's administrator (the only registry user that may change levels)."""
+        ca = str(self.cfg.tls_dir / "ca.pem") if self.cfg.topology.secure else ""
+        return RegistryClient(self.cfg.registry_url, 60.0, credentials=self.secrets.admin_registry_credentials(),
+                              ca_file=ca)
 
     def register_schemas(self) -> None:
         """Set each subject's compatibility and register every schema of schemas/ (idempotent), so the gateways
         find them."""
         try:
-            register_catalog(RegistryClient(self.cfg.registry_url), load_catalog())
+            register_catalog(self.registry_admin(), load_catalog())
         except (RegistryClientError, CatalogError) as exc:
             raise ServiceError(f"registering schemas/ at {self.cfg.registry_url} failed: {exc}") from exc
 

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 
@@ -15,11 +15,12 @@ class StartWatch:
     """A start-up deadline that moves while the process shows progress (its log files grow): a slow, busy host gets
     the time it needs; a start that hangs fails after `quiet_s` without a new log line."""
 
-    def __init__(self, quiet_s: float, logs: Sequence[Path]) -> None:
+    def __init__(self, quiet_s: float, logs: Sequence[Path], clock: Callable[[], float] = time.monotonic) -> None:
         self.quiet_s = quiet_s
         self._logs = list(logs)
+        self._clock = clock
         self._size = self._bytes()
-        self._deadline = time.monotonic() + quiet_s
+        self._deadline = clock() + quiet_s
 
     def _bytes(self) -> int:
         total = 0
@@ -32,7 +33,7 @@ class StartWatch:
 
     def expired(self) -> bool:
         """True once `quiet_s` passed without the logs growing."""
-        now, size = time.monotonic(), self._bytes()
+        now, size = self._clock(), self._bytes()
         if size != self._size:
             self._size, self._deadline = size, now + self.quiet_s
         return now > self._deadline

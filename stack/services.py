@@ -14,8 +14,11 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from stack.config import HAPROXY_SOURCE, REPO_ROOT, StackConfig, instance_name
+from common.tls import client_context
+from stack.certs import CertificateAuthority
+from stack.config import HAPROXY_CLIENT_NAME, REPO_ROOT, StackConfig, instance_name
 from stack.process import ManagedProcess, StartWatch
+from stack.secrets import StackSecrets
 
 
 class ServiceError(RuntimeError):
@@ -35,6 +38,7 @@ class HttpService:
     ready_path: str
     env: Mapping[str, str] = field(default_factory=dict)
     args: tuple[str, ...] = ()
+    ca_file: str = ""  # set: the service serves HTTPS for `localhost`, checked against this CA
 
     def process(self, cfg: StackConfig) -> ManagedProcess:
         return ManagedProcess(self.name, cfg.run_dir / f"{self.name}.pid", f"-m {self.module}")
@@ -54,7 +58,8 @@ class HttpService:
     def wait_ready(self, cfg: StackConfig, proc: ManagedProcess) -> None:
         """Until GET <ready_path> answers 200, as long as the service's log grows (HEADWATER_START_TIMEOUT_S of
         silence is a failed start)."""
-        url = f"http://127.0.0.1:{self.port}{self.ready_path}"
+        url = f"{'https://localhost' if self.ca_file else 'http://127.0.0.1'}:{self.port}{self.ready_path}"
+        context = client_context(self.ca_file) if self.ca_file else None
         log = cfg.logs_dir / f"{self.name}.log"
         watch = StartWatch(cfg.start_timeout_s, [log])
         last = "no answer"
@@ -62,7 +67,7 @@ class HttpService:
             if proc.pid() is None:
                 raise ServiceError(f"{self.name} exited during start-up; see {cfg.logs_dir / (self.name + '.log')}")
             try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
+                with urllib.request.urlopen(url, timeout=2, context=context) as resp:
                     if resp.status == 200:
                         return
                     last = f"HTTP {resp.status}"
@@ -88,11 +93,34 @@ def registry_service(cfg: StackConfig, index: int = 1) -> HttpService:
     by the log (a write fences the other instance's writer, which re-acquires it on its next write) and each
     instance serves reads from its own replay of the topic."""
     port = cfg.registry_ports[index - 1]
-    return HttpService(
-        name=instance_name("registry", index, cfg.topology.registries), module="registry", port=port,
-        ready_path="/ready",
-        env={"REGISTRY_HOST": "127.0.0.1", "REGISTRY_PORT": str(port)},
-    )
+    name = instance_name("registry", index, cfg.topology.registries)
+
+    def env() -> dict[str, str]:  # made when the instance starts (`down` and `status` create no secret)
+        secrets = StackSecrets(cfg.secrets_dir)
+        values = {"REGISTRY_HOST": "127.0.0.1", "REGISTRY_PORT": str(port)}
+        if cfg.topology.secure:  # writes need credentials; HTTPS; its own Kafka principal
+            values |= {"REGISTRY_USERS_FILE": str(secrets.registry_users_file()),
+                       **_serving_tls(cfg, name, "REGISTRY_"), **secrets.kafka_env("registry", cfg.tls_dir / "ca.pem")}
+        return values
+
+    return HttpService(name=name, module="registry", port=port, ready_path="/ready", env=_Lazy(env),
+                       ca_file=str(cfg.tls_dir / "ca.pem") if cfg.topology.secure else "")
+
+
+def _serving_tls(cfg: StackConfig, name: str, prefix: str) -> dict[str, str]:
+    """`<prefix>TLS_CERT` / `_KEY`: a certificate of the stack's CA for `localhost` (stack/certs.py)."""
+    issued = CertificateAuthority(cfg.tls_dir).issue(name)
+    return {f"{prefix}TLS_CERT": str(issued.cert), f"{prefix}TLS_KEY": str(issued.key)}
+
+
+def client_env(cfg: StackConfig, principal: str) -> dict[str, str]:
+    """A component's credentials: its registry user always, and in a secure topology its Kafka user and the CA."""
+    secrets = StackSecrets(cfg.secrets_dir)
+    env = secrets.registry_env(principal)
+    if cfg.topology.secure:
+        ca = cfg.tls_dir / "ca.pem"
+        env |= {**secrets.kafka_env(principal, ca), "REGISTRY_SSL_CA_LOCATION": str(ca)}
+    return env
 
 
 def dev_write_key(cfg: StackConfig) -> str:
@@ -140,9 +168,13 @@ def gateway_env(cfg: StackConfig, index: int = 1) -> dict[str, str]:
     removed downstream by event_id)."""
     digest = hashlib.sha256(dev_write_key(cfg).encode()).hexdigest()
     env = {"HEADWATER_GATEWAY_HOST": "127.0.0.1", "HEADWATER_GATEWAY_PORT": str(cfg.gateway_ports[index - 1]),
-           "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{digest}", "HEADWATER_GATEWAY_WORKERS": str(cfg.gateway_workers)}
-    if cfg.topology.haproxy:
-        env["HEADWATER_GATEWAY_TRUSTED_PROXIES"] = HAPROXY_SOURCE
+           "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{digest}", "HEADWATER_GATEWAY_WORKERS": str(cfg.gateway_workers),
+           **client_env(cfg, "gateway")}
+    if cfg.topology.secure:
+        env |= _serving_tls(cfg, instance_name("gateway", index, cfg.topology.gateways), "HEADWATER_GATEWAY_")
+        if cfg.topology.haproxy:  # X-Forwarded-For believed from HAProxy's client certificate only
+            env |= {"HEADWATER_GATEWAY_TLS_CLIENT_CA": str(cfg.tls_dir / "ca.pem"),
+                    "HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES": HAPROXY_CLIENT_NAME}
     if cfg.topology.gateways > 1:
         env["HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX"] = f"headwater-gateway-{socket.gethostname()}-g{index}"
         env["HEADWATER_GATEWAY_SHARED_DIR"] = str(cfg.state_dir / "gateway" / f"instance-{index}")
@@ -160,17 +192,21 @@ def gateway_service(cfg: StackConfig, index: int = 1, extra_env: Mapping[str, st
 
     return HttpService(name=instance_name("gateway", index, cfg.topology.gateways), module="gateway",
                        port=cfg.gateway_ports[index - 1], ready_path="/readyz",
-                       env=_Lazy(env))
+                       env=_Lazy(env), ca_file=str(cfg.tls_dir / "ca.pem") if cfg.topology.secure else "")
 
 
 def console_service(cfg: StackConfig) -> HttpService:
     """The operator's console (`console/`): a read-only page on loopback, ready once it serves /healthz; it reads
     every gateway instance's /metrics (behind HAProxy, one scrape of the frontend would see one instance)."""
-    gateways = ",".join(f"http://127.0.0.1:{p}" for p in cfg.gateway_ports)
+    host = "https://localhost" if cfg.topology.secure else "http://127.0.0.1"
+    gateways = ",".join(f"{host}:{p}" for p in cfg.gateway_ports)
+    secure = {"HEADWATER_CONSOLE_CA_BUNDLE": str(cfg.tls_dir / "ca.pem")} if cfg.topology.secure else {}
     return HttpService(name="console", module="console", port=cfg.console_port, ready_path="/healthz",
-                       env={"HEADWATER_CONSOLE_HOST": "127.0.0.1", "HEADWATER_CONSOLE_PORT": str(cfg.console_port),
-                            "HEADWATER_CONSOLE_GATEWAYS": gateways,
-                            "HEADWATER_PIPELINE_DIR": str(cfg.state_dir / "pipeline")})
+                       env=_Lazy(lambda: {"HEADWATER_CONSOLE_HOST": "127.0.0.1",
+                                          "HEADWATER_CONSOLE_PORT": str(cfg.console_port),
+                                          "HEADWATER_CONSOLE_GATEWAYS": gateways,
+                                          "HEADWATER_PIPELINE_DIR": str(cfg.state_dir / "pipeline"), **secure,
+                                          **client_env(cfg, "console")}))
 
 
 def registries(cfg: StackConfig) -> list[HttpService]:

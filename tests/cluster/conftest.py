@@ -15,7 +15,7 @@ import pytest
 from stack.config import CLUSTER, REPO_ROOT, StackConfig
 from stack.haproxy import HAProxy
 from stack.launcher import Stack
-from tests.conftest import free_port
+from tests.support.ports import free_port
 
 # Short Kafka timeouts so that lost brokers turn into 503s within seconds (as the single-node fault suite does).
 CLUSTER_GATEWAY_ENV = {

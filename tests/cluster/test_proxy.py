@@ -11,7 +11,7 @@ from stack.launcher import Stack
 from stack.topics import EVENTS_TOPIC
 from tests.cluster.fleet import Fleet
 from tests.gateway.helpers import batch, dumps, json_headers, page_view, zstd
-from tests.kafka_helpers import consume_all, end_offsets
+from tests.support.kafka import consume_all, end_offsets
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 CLIENT = "127.0.0.3"  # the test client's own loopback address, distinct from HAProxy's 127.0.0.2

@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from common.kafka_produce import QueueFull, produce, produce_all
 from common.kafka_read import read_to_end
-from tests.conftest import free_port
+from tests.support.ports import free_port
 
 
 class Rec(NamedTuple):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stack.config import CLUSTER, HAPROXY_SOURCE, SINGLE, ConfigError, StackConfig, Topology, topology_from_env
+from stack.config import CLUSTER, HAPROXY_CLIENT_NAME, SINGLE, ConfigError, StackConfig, Topology, topology_from_env
 from stack.haproxy import HAProxy, render_config
 from stack.kafka import Brokers, node_properties
 from stack.launcher import Stack, running_topology
@@ -34,6 +34,8 @@ def test_three_voters_replication_three_min_insync_two_no_unclean_election(tmp_p
         assert props["default.replication.factor"] == props["transaction.state.log.replication.factor"] == "3"
         assert props["min.insync.replicas"] == props["transaction.state.log.min.isr"] == "2"
         assert props["unclean.leader.election.enable"] == "false"
+        # A dead node's partitions get new leaders within seconds (the broker-loss window of docs/cluster.md).
+        assert int(props["broker.heartbeat.interval.ms"]) * 4 <= int(props["broker.session.timeout.ms"]) <= 5000
     assert {s.config["min.insync.replicas"] for s in topic_specs(cfg)} == {"2"}
     assert {s.config["min.insync.replicas"] for s in topic_specs(cfg, replication_factor=1)} == {"1"}
 
@@ -55,7 +57,8 @@ def test_haproxy_config_checks_readyz_forwards_for_and_lists_every_instance(tmp_
     cfg = _cfg(tmp_path, gateways=4)
     text = render_config(cfg)
     assert "option httpchk GET /readyz" in text and "option forwardfor" in text
-    assert f"source {HAPROXY_SOURCE}" in text
+    assert "tcp-request connection reject if { sc_conn_cur(0) gt 256 }" in text  # per source address
+    assert "deny_status 429 if { sc_http_req_rate(0) gt 20000 }" in text
     for i, port in enumerate(cfg.gateway_ports):
         assert f"server gateway-{i + 1} 127.0.0.1:{port} check" in text
     assert f"server registry-1 127.0.0.1:{cfg.registry_ports[0]} check\n" in text
@@ -78,10 +81,12 @@ def test_each_gateway_has_its_own_transactional_ids_and_cache_and_trusts_only_ha
     envs = [gateway_env(cfg, i) for i in (1, 2, 3)]
     assert len({e["HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX"] for e in envs}) == 3
     assert len({e["HEADWATER_GATEWAY_SHARED_DIR"] for e in envs}) == 3
-    assert {e["HEADWATER_GATEWAY_TRUSTED_PROXIES"] for e in envs} == {HAPROXY_SOURCE}
+    assert {e.get("HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES") for e in envs} == (
+        {HAPROXY_CLIENT_NAME} if cfg.topology.secure else {None})
+    assert not any("HEADWATER_GATEWAY_TRUSTED_PROXIES" in e for e in envs)  # never an address
     assert [e["HEADWATER_GATEWAY_PORT"] for e in envs] == [str(p) for p in cfg.gateway_ports]
     alone = gateway_env(StackConfig.from_env({"HEADWATER_STATE_DIR": str(tmp_path)}))
-    assert not {"HEADWATER_GATEWAY_TRUSTED_PROXIES", "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX"} & set(alone)
+    assert not {"HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES", "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX"} & set(alone)
 
 
 @pytest.mark.unit
@@ -94,7 +99,8 @@ def test_topology_and_sizes_from_the_environment(tmp_path: Path) -> None:
     cfg = StackConfig.from_env(env)
     assert cfg.gateway_ports == (30031, 30032, 30033, 30034, 30035)
     assert cfg.bootstrap == "127.0.0.1:30001,127.0.0.1:30002,127.0.0.1:30003"
-    assert cfg.gateway_url == "http://127.0.0.1:8080" and cfg.kafka_heap_mb == 384 and cfg.gateway_workers == 1
+    assert cfg.gateway_url == "https://localhost:8080" and cfg.kafka_heap_mb == 384 and cfg.gateway_workers == 1
+    assert cfg.topology.secure and not StackConfig.from_env({**env, "HEADWATER_SECURE": "0"}).topology.secure
     with pytest.raises(ConfigError, match="GATEWAYS"):
         StackConfig.from_env({**env, "GATEWAYS": "0"})
 
