@@ -6,8 +6,12 @@ import argparse
 import shutil
 import sys
 
+from common.basic_auth import AuthConfigError
 from common.envfile import stack_settings
 from common.kafka_read import KafkaReadError
+from common.kafka_security import KafkaSecurity, KafkaSecurityError
+from common.registry_access import RegistryAccess
+from common.registry_client import RegistryClient
 from stack.config import SINGLE, ConfigError, StackConfig
 from stack.kafka import BrokerError
 from stack.launcher import Stack, running_topology
@@ -32,8 +36,12 @@ def _tail(cfg: StackConfig, args: argparse.Namespace) -> int:
         print(f"stack: no KAFKA_BOOTSTRAP in {cfg.env_file} or the environment: run `make up`", file=sys.stderr)
         return 1
     try:
-        tail(settings["KAFKA_BOOTSTRAP"], settings.get("REGISTRY_URL", ""), args.topic, last=args.last,
-             follow=args.follow, say=lambda line: print(line, flush=True))
+        registry = RegistryClient.of(settings.get("REGISTRY_URL", ""), RegistryAccess.from_env(settings, "TAIL"))
+        tail(settings["KAFKA_BOOTSTRAP"], registry, args.topic, last=args.last, follow=args.follow,
+             say=lambda line: print(line, flush=True), security=KafkaSecurity.from_env(settings, "TAIL"))
+    except (KafkaSecurityError, AuthConfigError) as exc:
+        print(f"stack: {exc}", file=sys.stderr)
+        return 2
     except KafkaReadError as exc:
         print(f"stack: {exc}", file=sys.stderr)
         return 1

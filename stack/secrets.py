@@ -21,7 +21,7 @@ from stack.kafka_acls import ADMIN, PRINCIPALS
 
 REGISTRY_ROLES = {ADMIN: "admin", "pipeline": "write", "rules": "write"}  # everyone else: read
 # Components whose commands run from an operator's shell (stack.env names their credentials for them).
-TOOLS = ("pipeline", "rules", "deadletter", "console", "loadtest")
+TOOLS = ("pipeline", "rules", "deadletter", "console", "loadtest", "tail")
 
 
 def _private_file(path: Path, text: str) -> None:

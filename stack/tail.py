@@ -16,7 +16,8 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from common.avro_frame import FrameError, WriterSchemas
 from common.kafka_read import KafkaReadError, consumer_config, drain, partitions, watermarks
-from common.registry_client import RegistryClientError
+from common.kafka_security import KafkaSecurity
+from common.registry_client import RegistryClient, RegistryClientError
 
 
 def decode_value(value: bytes | None, schemas: WriterSchemas) -> Any:
@@ -51,10 +52,11 @@ def as_json(msg: Message, schemas: WriterSchemas) -> str:
     return json.dumps(doc, default=str, ensure_ascii=False)
 
 
-def newest(bootstrap: str, topic: str, last: int) -> tuple[list[Message], dict[int, int], Consumer]:
+def newest(bootstrap: str, topic: str, last: int,
+           security: KafkaSecurity) -> tuple[list[Message], dict[int, int], Consumer]:
     """The `last` newest committed records of `topic` (by timestamp over all partitions), the end offsets they were
     read up to, and the consumer (the caller closes it)."""
-    consumer = Consumer(consumer_config(bootstrap))
+    consumer = Consumer({**consumer_config(bootstrap), **security.librdkafka()})
     try:
         marks = watermarks(consumer, topic, partitions(consumer, topic))
         starts = {p: max(low, high - last) for p, (low, high) in marks.items()}
@@ -66,10 +68,11 @@ def newest(bootstrap: str, topic: str, last: int) -> tuple[list[Message], dict[i
     return records[-last:] if last else [], ends, consumer
 
 
-def tail(bootstrap: str, registry_url: str, topic: str, *, last: int, follow: bool, say: Callable[[str], None]) -> None:
+def tail(bootstrap: str, registry: RegistryClient, topic: str, *, last: int, follow: bool,
+         say: Callable[[str], None], security: KafkaSecurity | None = None) -> None:
     """Print the newest `last` records, then (with `follow`) every new one until interrupted; KafkaReadError."""
-    schemas = WriterSchemas(registry_url)
-    records, ends, consumer = newest(bootstrap, topic, last)
+    schemas = WriterSchemas(registry)
+    records, ends, consumer = newest(bootstrap, topic, last, security or KafkaSecurity())
     try:
         for msg in records:
             say(as_json(msg, schemas))
