@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import IO, cast
 
 from common.envfile import read_env
-from common.kafka_read import topic_end_offsets
 from console.pipeline_files import checkpoint_offsets
 from demo import rules as demo_rules
 from demo.fleet import Fleet
 from demo.pipeline import PipelineExited, PipelineOutput, die_with_parent, stop, wait_caught_up
 from demo.summary import counted, describe
-from demo.topic import latest_rows
+from demo.topic import end_offsets, latest_rows
 from spark_pipeline.job import QUERY_GROUPS
 from stack.config import REPO_ROOT, StackConfig
 
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         totals = fleet.totals
         print(f"producers done: {totals['queued']} tracked, {totals['acknowledged']} acknowledged by the gateway, "
               f"{totals['rejected']} rejected, {totals['dropped']} dropped", flush=True)
-        end = topic_end_offsets(env["KAFKA_BOOTSTRAP"], env["EVENTS_TOPIC"])
+        end = end_offsets(env, env["EVENTS_TOPIC"])
         waited = wait_caught_up(lambda: checkpoint_offsets(outputs, env["EVENTS_TOPIC"], committed=True), end,
                                 lambda: pipeline.poll() is None, say)
         print(f"the live query has read every event ({waited:.0f} s after the producers stopped); the pipeline "
