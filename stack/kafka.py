@@ -7,7 +7,6 @@ import base64
 import concurrent.futures
 import shutil
 import socket
-import subprocess
 import time
 import uuid
 from typing import Any
@@ -17,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from stack.config import REPO_ROOT, StackConfig, instance_name
 from stack.kafka_acls import ADMIN
-from stack.process import ManagedProcess, StartWatch
+from stack.process import ManagedProcess, StartWatch, run_while_busy
 from stack.secrets import StackSecrets
 from stack.security import KafkaTls, client_config, format_arguments, listener_properties
 
@@ -164,7 +163,10 @@ class KafkaNode:
         scram = format_arguments(StackSecrets(self.cfg.secrets_dir)) if self.cfg.topology.secure else []
         cmd = [*self._java(), "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props_file),
                *(["--standalone"] if self.alone else []), *scram]
-        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+        try:  # three formats at once on a loaded host can take minutes: waited for while the JVM works
+            done = run_while_busy(cmd, self.cfg.start_timeout_s)
+        except TimeoutError as exc:
+            raise BrokerError(f"formatting {self.data_dir}: {exc}") from None
         if done.returncode != 0:
             # Never stdout: with --add-scram it lists the administrator's salted credential.
             raise BrokerError(f"formatting {self.data_dir} failed:\n{done.stderr}")

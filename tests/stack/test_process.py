@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stack.process import ManagedProcess, StartWatch, _group_members
+from stack.process import ManagedProcess, StartWatch, _group_members, run_while_busy
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
@@ -70,3 +70,12 @@ def test_a_start_that_keeps_logging_is_waited_for_and_a_silent_one_fails(tmp_pat
     assert not watch.expired()
     now[0] += 2  # then 91 s without a line
     assert watch.expired()
+
+
+def test_a_tool_is_waited_for_while_it_works_and_killed_once_it_hangs() -> None:
+    """Formatting three brokers' storage at once on a loaded host took over the fixed 120 s it was given."""
+    busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5:\n    pass\nprint('done')"
+    done = run_while_busy([sys.executable, "-c", busy], quiet_s=0.5)  # works three times longer than the bound
+    assert (done.returncode, done.stdout) == (0, "done\n")
+    with pytest.raises(TimeoutError, match="used no CPU"):
+        run_while_busy([sys.executable, "-c", "import time; time.sleep(60)"], quiet_s=1.0)
