@@ -156,11 +156,11 @@ class KafkaNode:
         self.props_file.chmod(0o600)  # a secure node's file holds its keystore's password
         self.props_file.write_text(render_properties(node_properties(self.cfg, self.node)))
 
-    def format_storage(self, cluster_id: str) -> None:
+    def format_storage(self, cluster_id: str, scram: list[str]) -> None:
+        """Format the node's log dir unless it is; `scram`: the SCRAM credentials to create (secure stacks)."""
         if (self.data_dir / "meta.properties").exists():
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        scram = format_arguments(StackSecrets(self.cfg.secrets_dir)) if self.cfg.topology.secure else []
         cmd = [*self._java(), "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props_file),
                *(["--standalone"] if self.alone else []), *scram]
         try:  # three formats at once on a loaded host can take minutes: waited for while the JVM works
@@ -218,8 +218,10 @@ class Brokers:
             if not (node.data_dir / "meta.properties").exists():
                 cluster_id = cluster_id or self._cluster_id()
         if cluster_id is not None:
+            # The secrets are made once, here: made by the parallel formats, their files raced each other.
+            scram = format_arguments(StackSecrets(self.cfg.secrets_dir)) if self.cfg.topology.secure else []
             with concurrent.futures.ThreadPoolExecutor(len(self.nodes)) as pool:  # JVM starts: in parallel
-                list(pool.map(lambda node: node.format_storage(cluster_id), self.nodes))
+                list(pool.map(lambda node: node.format_storage(cluster_id, scram), self.nodes))
         started = [n for n in self.nodes if n.start_process()]
         try:
             self.wait_ready(len(self.nodes))

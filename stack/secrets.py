@@ -11,8 +11,10 @@ each component's Kafka SCRAM password, the registry's users file (salted hashes)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,8 +44,14 @@ class StackSecrets:
     root: Path
 
     def _kept(self, path: Path, make: str) -> str:
+        """The secret in `path`, made once: of several threads or processes making it at once, the first file
+        linked in place wins and every caller reads that one."""
         if not path.exists():
-            _private_file(path, make + "\n")
+            tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.{threading.get_ident()}")
+            _private_file(tmp, make + "\n")
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+            tmp.unlink()
         return path.read_text().strip()
 
     def kafka_password_file(self, principal: str) -> Path:
