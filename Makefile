@@ -137,8 +137,9 @@ benchmarks-doc: setup
 pipeline-artifact: setup
 	@$(PY) -m deploy.pipeline_artifact
 
-clean: down
-	rm -rf .headwater/data .headwater/logs .headwater/run
+# Stops the stack, then deletes what HEADWATER_STATE_DIR (else .headwater) holds but the jars and the write key.
+clean:
+	@if [ -x $(PY) ]; then $(PY) -m stack clean; fi
 
 # Load test against the running stack (loadtest/README.md): NODES distinct nodes, each sending RATE events/s in
 # batches of BATCH events, multiplexed over USERS connections, for DURATION seconds; then the reconciliation.
@@ -149,9 +150,10 @@ USERS ?= 250
 DURATION ?= 270
 SHAPE ?= soak
 WORKERS ?= 2
-STACK_ENV ?= .headwater/stack.env
+# Default: the running stack's, $(HEADWATER_STATE_DIR)/stack.env (else .headwater/stack.env).
+STACK_ENV ?=
 LOADTEST_ARGS = --nodes $(NODES) --rate $(RATE) --batch $(BATCH) --users $(USERS) --duration $(DURATION) \
-	--shape $(SHAPE) --stack-env $(STACK_ENV)
+	--shape $(SHAPE) $(if $(STACK_ENV),--stack-env $(STACK_ENV))
 
 loadtest: setup
 	@$(PY) -m loadtest.run $(LOADTEST_ARGS)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from common.env import env_int
+from common.envfile import state_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The name of HAProxy's client certificate: the gateways believe X-Forwarded-For only from a connection showing it.
@@ -78,7 +79,7 @@ def topology_from_env(env: Mapping[str, str]) -> Topology:
                           "HEADWATER_SUBSCRIBE_INSTANCES<=1 (several instances of a service sit behind HAProxy)")
     return Topology(
         brokers=_int(env, "HEADWATER_BROKERS", preset.brokers, 1, 9), registries=registries, gateways=gateways,
-        haproxy=haproxy, console=_int(env, "HEADWATER_CONSOLE", int(preset.console), 0, 1) == 1,
+        haproxy=haproxy, console=_int(env, "HEADWATER_CONSOLES", int(preset.console), 0, 1) == 1,
         spark=_int(env, "HEADWATER_CLUSTER_SPARK", int(preset.spark), 0, 1) == 1, subscribe=subscribe,
         secure=_int(env, "HEADWATER_SECURE", int(preset.secure), 0, 1) == 1,
     )
@@ -95,7 +96,7 @@ class StackConfig:
 
     Every field has an environment variable (documented in docs/local-stack.md and docs/cluster.md):
     HEADWATER_STATE_DIR, HEADWATER_TOPOLOGY (and the counts: HEADWATER_BROKERS, HEADWATER_REGISTRIES, GATEWAYS,
-    HEADWATER_HAPROXY, HEADWATER_CONSOLE, HEADWATER_CLUSTER_SPARK, HEADWATER_SUBSCRIBE_INSTANCES),
+    HEADWATER_HAPROXY, HEADWATER_CONSOLES, HEADWATER_CLUSTER_SPARK, HEADWATER_SUBSCRIBE_INSTANCES),
     HEADWATER_KAFKA_PORT, HEADWATER_KAFKA_CONTROLLER_PORT, HEADWATER_REGISTRY_PORT, HEADWATER_GATEWAY_PORT,
     HEADWATER_CONSOLE_PORT, HEADWATER_SUBSCRIBE_PORT, HEADWATER_CLUSTER_PORT_BASE, HEADWATER_EVENTS_PARTITIONS,
     HEADWATER_DEADLETTER_PARTITIONS,
@@ -142,7 +143,7 @@ class StackConfig:
         given, instead of the counts the environment asks for (`down` stops what `up` recorded)."""
         env = os.environ if env is None else env
         topo = topology_from_env(env) if topology is None else topology
-        state = Path(env.get("HEADWATER_STATE_DIR") or REPO_ROOT / ".headwater").resolve()
+        state = state_dir(env)
         base = _int(env, "HEADWATER_CLUSTER_PORT_BASE", 19000, 1024, 65000)
         kafka_port = _int(env, "HEADWATER_KAFKA_PORT", 9092, 1, 65535)
         controller_port = _int(env, "HEADWATER_KAFKA_CONTROLLER_PORT", 9093, 1, 65535)

@@ -14,7 +14,7 @@ from common.envfile import write_env
 from common.registry_client import RegistryClient, RegistryClientError
 from schemas.catalog import CatalogError, load_catalog
 from schemas.register import register_catalog
-from stack.config import StackConfig, Topology
+from stack.config import ConfigError, StackConfig, Topology
 from stack.haproxy import HAProxy
 from stack.kafka import Brokers, admin_settings
 from stack.process import ManagedProcess
@@ -58,6 +58,8 @@ def running_topology(cfg: StackConfig) -> Topology | None:
         return Topology.from_json(cfg.topology_file.read_text())
     except FileNotFoundError:
         return None
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{cfg.topology_file} is unreadable ({exc}); delete it if nothing runs") from None
 
 
 def _parallel(fn: Callable[[int], T], indexes: Sequence[int]) -> list[T]:

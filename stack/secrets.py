@@ -23,7 +23,7 @@ from stack.kafka_acls import ADMIN, PRINCIPALS
 
 REGISTRY_ROLES = {ADMIN: "admin", "pipeline": "write", "rules": "write"}  # everyone else: read
 # Components whose commands run from an operator's shell (stack.env names their credentials for them).
-TOOLS = ("pipeline", "rules", "deadletter", "console", "loadtest")
+TOOLS = ("pipeline", "rules", "deadletter", "console", "loadtest", "tail")
 
 
 def _private_file(path: Path, text: str, *, keep_existing: bool = False) -> None:
@@ -53,6 +53,8 @@ class StackSecrets:
     root: Path
 
     def _kept(self, path: Path, make: str) -> str:
+        """The secret in `path`, made once: of several threads or processes making it at once, the first file
+        linked in place wins and every caller reads that one."""
         if not path.exists():
             _private_file(path, make + "\n", keep_existing=True)
         return path.read_text().strip()

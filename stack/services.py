@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from common.tls import client_context
 from stack.certs import CertificateAuthority
 from stack.config import HAPROXY_CLIENT_NAME, REPO_ROOT, StackConfig, instance_name
-from stack.process import ManagedProcess
+from stack.process import ManagedProcess, StartWatch
 from stack.secrets import StackSecrets
 
 
@@ -48,7 +48,7 @@ class HttpService:
         proc = self.process(cfg)
         started = False
         if proc.pid() is None:
-            env = {**_base_env(), **stack_env, **self.env}
+            env = {**_base_env(cfg), **stack_env, **self.env}
             proc.start([sys.executable, "-m", self.module, *self.args], cfg.logs_dir / f"{self.name}.log",
                        env=env, cwd=REPO_ROOT)
             started = True
@@ -56,11 +56,14 @@ class HttpService:
         return started
 
     def wait_ready(self, cfg: StackConfig, proc: ManagedProcess) -> None:
+        """Until GET <ready_path> answers 200, as long as the service's log grows (HEADWATER_START_TIMEOUT_S of
+        silence is a failed start)."""
         url = f"{'https://localhost' if self.ca_file else 'http://127.0.0.1'}:{self.port}{self.ready_path}"
         context = client_context(self.ca_file) if self.ca_file else None
-        deadline = time.monotonic() + cfg.start_timeout_s
+        log = cfg.logs_dir / f"{self.name}.log"
+        watch = StartWatch(cfg.start_timeout_s, [log])
         last = "no answer"
-        while time.monotonic() < deadline:
+        while not watch.expired():
             if proc.pid() is None:
                 raise ServiceError(f"{self.name} exited during start-up; see {cfg.logs_dir / (self.name + '.log')}")
             try:
@@ -74,12 +77,13 @@ class HttpService:
                 last = str(exc)
             time.sleep(0.2)
         proc.stop(10)
-        raise ServiceError(f"{self.name} not ready at {url} after {cfg.start_timeout_s}s ({last}); "
-                           f"see {cfg.logs_dir / (self.name + '.log')}")
+        raise ServiceError(f"{self.name} not ready at {url}, and nothing logged for {cfg.start_timeout_s}s ({last}); "
+                           f"see {log}")
 
 
-def _base_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+def _base_env(cfg: StackConfig) -> dict[str, str]:
+    """The caller's environment, with this stack's state directory (a service that reads it reads this stack's)."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "HEADWATER_STATE_DIR": str(cfg.state_dir)}
 
 
 def registry_service(cfg: StackConfig, index: int = 1) -> HttpService:

@@ -13,7 +13,7 @@ import pytest
 from stack.config import CLUSTER, HAPROXY_CLIENT_NAME, SINGLE, ConfigError, StackConfig, Topology, topology_from_env
 from stack.haproxy import HAProxy, render_config
 from stack.kafka import Brokers, node_properties
-from stack.launcher import Stack
+from stack.launcher import Stack, running_topology
 from stack.services import gateway_env, services
 from stack.topics import topic_specs
 
@@ -142,3 +142,12 @@ def test_down_and_status_follow_the_recorded_topology(tmp_path: Path) -> None:
                            "gateway-3", "subscribe-1", "subscribe-2", "haproxy", "console", "spark-master",
                            "spark-worker"}
     assert not any(status.values())
+
+
+@pytest.mark.unit
+def test_an_unreadable_topology_record_is_a_config_error(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path)
+    cfg.topology_file.parent.mkdir(parents=True, exist_ok=True)
+    cfg.topology_file.write_text('{"brokers": "many", "colour": 1}')
+    with pytest.raises(ConfigError, match="topology is unreadable"):
+        running_topology(cfg)
