@@ -4,7 +4,8 @@ Each rule runs in its own SparkSession (`spark.newSession()`: same SparkContext,
 and SQL confs), over its own read of the events topic (decoded with the schema snapshot the manager gives it,
 watermarked with the pipeline's lateness, deduplicated and enriched like the built-in queries), so one rule's
 views or failure never reach another query. Its checkpoint is `<checkpoints>/rules/<name>/v<version>`: a new
-version starts fresh; the same version resumes where it left off.
+version starts fresh; the same version resumes where it left off. Every start passes the rule through the sandbox
+gate first (`analyse.analyse`, the same as `rules apply`); a refused rule raises RuleError.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from spark_pipeline import enrich
 from spark_pipeline.checkpoint import clear_interrupted_first_batch, hadoop_path
 from spark_pipeline.config import PipelineConfig, join
 from spark_pipeline.rules import functions, output, store, views
+from spark_pipeline.rules.analyse import analyse
 from spark_pipeline.rules.manager import Started
 from spark_pipeline.rules.model import Rule
 from spark_pipeline.snapshot import SchemaSnapshot
@@ -59,7 +61,9 @@ class SparkLauncher:
         views.register_views(session, enriched, snapshot, others, bootstrap=self.cfg.bootstrap,
                              subject_prefix=self.cfg.subject_prefix, lateness=self.cfg.lateness,
                              registry=self.registry)
-        return session.sql(rule.sql)
+        # The sandbox gate (analyse.py), again here: a stored rule may never have passed `rules apply` (anyone who
+        # reaches the broker can write the rules topic). RuleError: refused, never reaches Spark's SQL execution.
+        return analyse(session, rule.sql).frame
 
     def output_schema(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> StructType:
         """The columns the rule would produce over `snapshot` (plans only; starts nothing)."""

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from pyspark.sql.types import StructType
 
-from spark_pipeline.rules.model import MAX_RULES, MAX_STATE_ROWS, TOO_MANY_RULES, Rule, RuleStatus, State
+from spark_pipeline.rules.model import MAX_RULES, MAX_STATE_ROWS, TOO_MANY_RULES, Rule, RuleError, RuleStatus, State
 from spark_pipeline.rules.progress import HighWatermarks, error_chain, health
 from spark_pipeline.snapshot import SchemaSnapshot
 from spark_pipeline.supervisor import unknown_schema_ids
@@ -189,6 +189,9 @@ class RuleManager:
     def _launch(self, slot: Slot) -> None:
         try:
             started = self.launcher.start(slot.rule, slot.snapshot, self.rules)
+        except RuleError as exc:  # the sandbox refused it: it never runs as it is (re-apply a changed rule)
+            self._fail(slot, f"refused at start: {exc.describe()}", retry=False)
+            return
         except Exception as exc:
             self._fail(slot, error_chain(exc))
             return

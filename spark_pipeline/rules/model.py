@@ -51,9 +51,16 @@ BAD_NAME = "bad_name"
 INVALID_COLUMN = "invalid_column"
 RULE_CYCLE = "rule_cycle"
 ANALYSIS_ERROR = "analysis_error"
+# The sandbox's (allowlist.py, sandbox.py, sizes.py): what a rule may call and how much it may make.
+FORBIDDEN_FUNCTION = "forbidden_function"
+FORBIDDEN_RELATION = "forbidden_relation"
+FORBIDDEN_SYNTAX = "forbidden_syntax"
+TOO_COMPLEX = "too_complex"
+NOT_STREAMING = "not_streaming"
 CODES = (SYNTAX_ERROR, UNKNOWN_VIEW, UNKNOWN_COLUMN, UNKNOWN_FUNCTION, TYPE_ERROR, UNBOUNDED_AGGREGATION,
          UNBOUNDED_JOIN, UNSUPPORTED, NOT_A_SELECT, TOO_MANY_RULES, TOO_LARGE, INCOMPATIBLE_OUTPUT, BAD_NAME,
-         INVALID_COLUMN, RULE_CYCLE, ANALYSIS_ERROR)
+         INVALID_COLUMN, RULE_CYCLE, ANALYSIS_ERROR, FORBIDDEN_FUNCTION, FORBIDDEN_RELATION, FORBIDDEN_SYNTAX,
+         TOO_COMPLEX, NOT_STREAMING)
 
 
 class RuleError(ValueError):
