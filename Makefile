@@ -16,15 +16,15 @@ setup:
 	@bash stack/setup.sh
 
 # TOPOLOGY=cluster (or HEADWATER_TOPOLOGY=cluster): 3 brokers, 2 registries, GATEWAYS gateways behind HAProxy
-# (docs/cluster.md). Default: the single-node stack.
+# (docs/cluster.md). Default: the single-node stack; each count can be set on its own (docs/local-stack.md, "Topology").
 TOPOLOGY ?= $(HEADWATER_TOPOLOGY)
 export HEADWATER_TOPOLOGY := $(TOPOLOGY)
 ifdef GATEWAYS
 export GATEWAYS
 endif
-SETUP_TOPOLOGY := setup $(if $(filter cluster,$(TOPOLOGY)),setup-haproxy)
+SETUP_TOPOLOGY := setup $(if $(filter cluster,$(TOPOLOGY))$(GATEWAYS)$(HEADWATER_REGISTRIES),setup-haproxy)
 
-# HAProxy (Debian package) for the cluster profile only.
+# HAProxy (Debian package), for several gateways or registries only.
 setup-haproxy:
 	@bash stack/setup-haproxy.sh
 
@@ -39,7 +39,7 @@ status: setup
 
 demo: $(SETUP_TOPOLOGY)
 	@$(PY) -m stack up
-	@$(PY) -m stack.demo
+	@$(PY) -m demo
 
 lint: setup
 	@$(VENV)/bin/ruff check .
@@ -120,7 +120,7 @@ benchmarks-doc: setup
 
 # What spark-submit takes: dist/pipeline/headwater_pipeline.zip, its entry file, requirements.txt.
 pipeline-artifact: setup
-	@$(PY) -m stack.pipeline_artifact
+	@$(PY) -m deploy.pipeline_artifact
 
 clean: down
 	rm -rf .headwater/data .headwater/logs .headwater/run

@@ -18,16 +18,16 @@ import os
 import socket
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import headwater
 
 from loadtest.events import EventFactory
-from stack.cluster.config import ClusterConfig
-from stack.cluster.topology import Cluster, replicated_specs
+from stack.config import CLUSTER, StackConfig
+from stack.launcher import Stack
 from stack.process import _group_members
-from stack.topics import TopicSpec, ensure_topics
+from stack.topics import TopicSpec, ensure_topics, topic_specs
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TOPICS = {1: "bench.replication.rf1", 3: "bench.replication.rf3"}
@@ -94,26 +94,25 @@ def send(env: dict[str, str], events: int, producers: int, seed: int) -> int:
     return acknowledged
 
 
-def broker_idle_cores(cluster: Cluster, seconds: float = 15.0) -> float:
+def broker_idle_cores(cluster: Stack, seconds: float = 15.0) -> float:
     """CPU cores the three brokers use with no load, measured over `seconds`."""
-    brokers = [p for n in cluster.brokers.nodes if (p := n.process.pid()) is not None]
+    brokers = [p for n in cluster.kafka.nodes if (p := n.process.pid()) is not None]
     time.sleep(5)  # let start-up work settle
     c0, t0 = cpu_seconds(brokers), time.monotonic()
     time.sleep(seconds)
     return (cpu_seconds(brokers) - c0) / (time.monotonic() - t0)
 
 
-def run_phase(cluster: Cluster, env: dict[str, str], phase: Phase, events: int, *, producers: int, seed: int) -> None:
+def run_phase(cluster: Stack, env: dict[str, str], phase: Phase, events: int, *, producers: int, seed: int) -> None:
     """Point every gateway at this phase's topic (restart), warm up, then measure one load."""
     cluster.gateway_env["HEADWATER_GATEWAY_EVENTS_TOPIC"] = TOPICS[phase.rf]
     for i in range(1, len(cluster.cfg.gateway_ports) + 1):
         cluster.gateway_process(i).stop(30)
     cluster.start_gateways(env)
-    cluster.haproxy.wait_servers_up("gateways", len(cluster.cfg.gateway_ports))
     send(env, 2000, producers, seed + 1000)  # warm-up: connections, schema caches, transactional producers
     gateways = [p for i in range(1, len(cluster.cfg.gateway_ports) + 1)
                 if (p := cluster.gateway_process(i).pid()) is not None]
-    brokers = [p for n in cluster.brokers.nodes if (p := n.process.pid()) is not None]
+    brokers = [p for n in cluster.kafka.nodes if (p := n.process.pid()) is not None]
     g0, b0, t0 = cpu_seconds(gateways), cpu_seconds(brokers), time.monotonic()
     acked = send(env, events, producers, seed)
     phase.add(acked, time.monotonic() - t0, cpu_seconds(gateways) - g0, cpu_seconds(brokers) - b0)
@@ -127,11 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--producers", type=int, default=4, help="SDK clients (default 4)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="headwater-bench-replication-") as state:
-        cfg = ClusterConfig.on_free_ports(Path(state), free_port)
-        cluster = Cluster(cfg)
+        cfg = StackConfig.on_free_ports(Path(state), free_port, replace(CLUSTER, console=False, spark=False))
+        cluster = Stack(cfg)
         try:
             env = cluster.up().env
-            specs = {rf: next(s for s in replicated_specs(cfg, rf) if s.name == "headwater.events") for rf in TOPICS}
+            specs = {rf: next(s for s in topic_specs(cfg, rf) if s.name == "headwater.events") for rf in TOPICS}
             for rf, spec in specs.items():
                 ensure_topics(cfg.bootstrap, [TopicSpec(TOPICS[rf], spec.partitions, spec.config)],
                               timeout_s=60, replication_factor=rf)

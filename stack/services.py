@@ -1,4 +1,5 @@
-"""The stack's Python HTTP services (registry, gateway): how each starts, when it is ready, what it publishes."""
+"""The stack's Python HTTP services (registries, gateways, the console): how each instance starts, when it is ready,
+what it publishes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from stack.config import REPO_ROOT, StackConfig
+from stack.config import HAPROXY_SOURCE, REPO_ROOT, StackConfig, instance_name
 from stack.process import ManagedProcess
 
 
@@ -25,15 +26,13 @@ class ServiceError(RuntimeError):
 class HttpService:
     """A `python -m <module>` process listening on 127.0.0.1:<port>, ready when GET <ready_path> answers 200.
 
-    `env` is added to the process's environment (on top of the stack's endpoints so far); `endpoints` are
-    the KEY=VALUE lines it adds to stack.env once ready.
+    `env` is added to the process's environment (on top of the stack's endpoints so far).
     """
 
     name: str
     module: str
     port: int
     ready_path: str
-    endpoints: Mapping[str, str]
     env: Mapping[str, str] = field(default_factory=dict)
     args: tuple[str, ...] = ()
 
@@ -78,12 +77,17 @@ def _base_env() -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
-def registry_service(cfg: StackConfig) -> HttpService:
-    """The schema registry (`registry/`): stores schemas in the _schemas topic, ready once it has replayed it."""
+def registry_service(cfg: StackConfig, index: int = 1) -> HttpService:
+    """Registry `index` (`registry/`): stores schemas in the _schemas topic, ready once it has replayed it.
+
+    Several instances share the `_schemas` topic and its transactional id, so writes through either are serialised
+    by the log (a write fences the other instance's writer, which re-acquires it on its next write) and each
+    instance serves reads from its own replay of the topic."""
+    port = cfg.registry_ports[index - 1]
     return HttpService(
-        name="registry", module="registry", port=cfg.registry_port, ready_path="/ready",
-        endpoints={"REGISTRY_URL": f"http://127.0.0.1:{cfg.registry_port}"},
-        env={"REGISTRY_HOST": "127.0.0.1", "REGISTRY_PORT": str(cfg.registry_port)},
+        name=instance_name("registry", index, cfg.topology.registries), module="registry", port=port,
+        ready_path="/ready",
+        env={"REGISTRY_HOST": "127.0.0.1", "REGISTRY_PORT": str(port)},
     )
 
 
@@ -125,46 +129,54 @@ class _Lazy(Mapping[str, str]):
         return len(self._get())
 
 
-def gateway_service(cfg: StackConfig) -> HttpService:
-    """The ingestion gateway (`gateway/`): ready once its producer and schema cache are."""
+def gateway_env(cfg: StackConfig, index: int = 1) -> dict[str, str]:
+    """Instance `index`'s settings; behind HAProxy, HAProxy is its only trusted proxy, and among several instances
+    each has its own transactional ids (or one instance's producers would fence another's) and its own
+    committed-batch cache, as on separate hosts (a retry HAProxy sends to another instance is written again and
+    removed downstream by event_id)."""
+    digest = hashlib.sha256(dev_write_key(cfg).encode()).hexdigest()
+    env = {"HEADWATER_GATEWAY_HOST": "127.0.0.1", "HEADWATER_GATEWAY_PORT": str(cfg.gateway_ports[index - 1]),
+           "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{digest}", "HEADWATER_GATEWAY_WORKERS": str(cfg.gateway_workers)}
+    if cfg.topology.haproxy:
+        env["HEADWATER_GATEWAY_TRUSTED_PROXIES"] = HAPROXY_SOURCE
+    if cfg.topology.gateways > 1:
+        env["HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX"] = f"headwater-gateway-{socket.gethostname()}-g{index}"
+        env["HEADWATER_GATEWAY_SHARED_DIR"] = str(cfg.state_dir / "gateway" / f"instance-{index}")
+    return env
+
+
+def gateway_service(cfg: StackConfig, index: int = 1, extra_env: Mapping[str, str] | None = None) -> HttpService:
+    """Gateway `index` (`gateway/`): ready once its producer and schema cache are; `extra_env` overrides settings
+    (the tests' timeouts)."""
     def env() -> dict[str, str]:
-        digest = hashlib.sha256(dev_write_key(cfg).encode()).hexdigest()
-        return {"HEADWATER_GATEWAY_HOST": "127.0.0.1", "HEADWATER_GATEWAY_PORT": str(cfg.gateway_port),
-                "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{digest}",
-                "HEADWATER_GATEWAY_WORKERS": os.environ.get("HEADWATER_GATEWAY_WORKERS", "2")}
+        values = {**gateway_env(cfg, index), **(extra_env or {})}
+        if "HEADWATER_GATEWAY_SHARED_DIR" in values:
+            os.makedirs(values["HEADWATER_GATEWAY_SHARED_DIR"], exist_ok=True)
+        return values
 
-    def endpoints() -> dict[str, str]:
-        return {"GATEWAY_URL": f"http://127.0.0.1:{cfg.gateway_port}", "HEADWATER_WRITE_KEY": dev_write_key(cfg)}
-
-    return HttpService(name="gateway", module="gateway", port=cfg.gateway_port, ready_path="/readyz",
-                       endpoints=_Lazy(endpoints), env=_Lazy(env))
+    return HttpService(name=instance_name("gateway", index, cfg.topology.gateways), module="gateway",
+                       port=cfg.gateway_ports[index - 1], ready_path="/readyz",
+                       env=_Lazy(env))
 
 
 def console_service(cfg: StackConfig) -> HttpService:
-    """The operator's console (`console/`): a read-only page on loopback, ready once it serves /healthz.
-
-    Port: HEADWATER_CONSOLE_PORT, else 8090 next to the default gateway port, else (a stack on chosen ports,
-    such as the tests') a free one, kept in <state>/console/port so that every later `up` finds it again.
-    """
-    port = int(os.environ.get("HEADWATER_CONSOLE_PORT") or (8090 if cfg.gateway_port == 8080 else _kept_port(cfg)))
-    return HttpService(name="console", module="console", port=port, ready_path="/healthz",
-                       endpoints={"CONSOLE_URL": f"http://127.0.0.1:{port}"},
-                       env={"HEADWATER_CONSOLE_HOST": "127.0.0.1", "HEADWATER_CONSOLE_PORT": str(port),
+    """The operator's console (`console/`): a read-only page on loopback, ready once it serves /healthz; it reads
+    every gateway instance's /metrics (behind HAProxy, one scrape of the frontend would see one instance)."""
+    gateways = ",".join(f"http://127.0.0.1:{p}" for p in cfg.gateway_ports)
+    return HttpService(name="console", module="console", port=cfg.console_port, ready_path="/healthz",
+                       env={"HEADWATER_CONSOLE_HOST": "127.0.0.1", "HEADWATER_CONSOLE_PORT": str(cfg.console_port),
+                            "HEADWATER_CONSOLE_GATEWAYS": gateways,
                             "HEADWATER_PIPELINE_DIR": str(cfg.state_dir / "pipeline")})
 
 
-def _kept_port(cfg: StackConfig) -> int:
-    path = cfg.state_dir / "console" / "port"
-    if path.exists():
-        return int(path.read_text())
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(str(port))
-    return port
+def registries(cfg: StackConfig) -> list[HttpService]:
+    return [registry_service(cfg, i + 1) for i in range(cfg.topology.registries)]
+
+
+def gateways(cfg: StackConfig, extra_env: Mapping[str, str] | None = None) -> list[HttpService]:
+    return [gateway_service(cfg, i + 1, extra_env) for i in range(cfg.topology.gateways)]
 
 
 def services(cfg: StackConfig) -> list[HttpService]:
-    """The services `up` starts after Kafka, in order (`down` stops them in reverse order)."""
-    return [registry_service(cfg), gateway_service(cfg), console_service(cfg)]
+    """Every service instance `up` starts after Kafka, in order (`down` stops them in reverse order)."""
+    return [*registries(cfg), *gateways(cfg), *([console_service(cfg)] if cfg.topology.console else [])]

@@ -27,10 +27,12 @@ class TopicSpec:
     config: dict[str, str] = field(default_factory=dict)
 
 
-def topic_specs(cfg: StackConfig) -> list[TopicSpec]:
-    """Every topic the launcher creates; README.md's "Topics" table documents the same values."""
+def topic_specs(cfg: StackConfig, replication_factor: int | None = None) -> list[TopicSpec]:
+    """Every topic the launcher creates, for `replication_factor` (default: the stack's) replicas;
+    docs/local-stack.md's "Topics" table documents the same values."""
+    rf = cfg.replication_factor if replication_factor is None else replication_factor
     common = {
-        "min.insync.replicas": "1",
+        "min.insync.replicas": str(min(cfg.min_insync_replicas, rf)),
         "max.message.bytes": str(MAX_MESSAGE_BYTES),
         "message.timestamp.type": "CreateTime",
         # Keep whatever compression the producer chose (the gateway: none by default): no broker re-compression.

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import cpus
 from bench.gateway import costs as cost_model
 from bench.gateway.bound import run_bound
 from bench.gateway.load import LoadResult, at_rate, percentile, sustained
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
 from gateway.loop import loop_name
 from gateway.schema_cache import HttpRegistry, SchemaCache
-from stack import cpus
 from stack.config import StackConfig
 from stack.launcher import Stack
 from stack.services import services
@@ -179,7 +179,7 @@ class _Procs:
 def _procs(stack: Stack, cfg: StackConfig) -> _Procs:
     gateway = next((s.process(cfg).pid() for s in services(cfg) if s.name == "gateway"), None)
     workers = (cpus.descendants(gateway) or [gateway]) if gateway else []
-    return _Procs([w for w in workers if w], stack.kafka.process.pid() or 0)
+    return _Procs([w for w in workers if w], stack.kafka.node(1).process.pid() or 0)
 
 
 def _pin(stack: Stack, cfg: StackConfig) -> cpus.CpuPlan | None:
@@ -187,7 +187,7 @@ def _pin(stack: Stack, cfg: StackConfig) -> cpus.CpuPlan | None:
     if plan is None:
         print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
         return None
-    others = [p for p in (stack.kafka.process.pid(), *(s.process(cfg).pid() for s in services(cfg))) if p]
+    others = [p for p in (stack.kafka.node(1).process.pid(), *(s.process(cfg).pid() for s in services(cfg))) if p]
     for pid in others:
         cpus.pin_process_tree(pid, plan.others)
     gateway = next((s.process(cfg).pid() for s in services(cfg) if s.name == "gateway"), None)

@@ -30,11 +30,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+from bench import cpus
 from bench.gateway.__main__ import _free_port, _pin, _procs, _schema_cache, _schema_doc
 from bench.gateway.costs import cpu_seconds
 from bench.gateway.load import at_rate, percentile, sustained
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
-from stack import cpus
 from stack.config import StackConfig
 from stack.launcher import Stack
 

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import zstandard
 
+from bench import cpus
 from bench.gateway.workload import EVENTS_PER_BATCH, Body, Workload
 from bench.peers import readback
 from bench.peers.avro_jsonschema import avro_to_json_schema
@@ -30,7 +31,6 @@ from bench.peers.rounds import (
     sustained_phase,
 )
 from schemas.catalog import subject_for
-from stack import cpus
 from stack.config import StackConfig
 from stack.launcher import Stack
 from stack.services import services
@@ -75,6 +75,7 @@ class Session:
         self.state, self.opts, self.binary, self.peer_port = state, opts, binary, peer_port
         self.cfg = StackConfig.from_env(stack_env)
         self.stack = Stack(self.cfg)
+        self.broker = self.stack.kafka.node(1).process  # the benchmark's stack has one broker
         self.sent: dict[str, set[str]] = {"gateway": set(), "peer": set()}
         self.acked: dict[str, int] = {"gateway": 0, "peer": 0}
 
@@ -114,7 +115,7 @@ class Session:
         if plan is None:
             print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
             return None
-        others = [p for p in (self.stack.kafka.process.pid(), *(s.process(self.cfg).pid() for s in services(self.cfg)))
+        others = [p for p in (self.broker.pid(), *(s.process(self.cfg).pid() for s in services(self.cfg)))
                   if p]
         for pid in others:
             cpus.pin_process_tree(pid, plan.others)
@@ -141,12 +142,12 @@ class Session:
         self.acked[side] += (len(bodies) - failed_batches) * EVENTS_PER_BATCH
 
     def _rounds(self, sides: list[Side], workload: SizedWorkload) -> dict[str, Any]:
-        idle = [broker_idle_cores(self.stack.kafka.process.pid())]
+        idle = [broker_idle_cores(self.broker.pid())]
         print(f"broker idle: {idle[0]:.3f} cores; warming up both sides ...", flush=True)
         warm = workload.bodies(100)
         pilot = {}
         for side in sides:
-            result = sustained_phase(side, self.stack.kafka.process.pid(), warm, self.opts.concurrency)
+            result = sustained_phase(side, self.broker.pid(), warm, self.opts.concurrency)
             self._track(side.name, warm, result["errors"])
             pilot[side.name] = result["events_per_s"]
         count = int(min(5000, max(200, max(pilot.values()) * self.opts.seconds / EVENTS_PER_BATCH)))
@@ -155,7 +156,7 @@ class Session:
         ratio_rows: list[dict[str, Any]] = []
         for n in range(1, self.opts.rounds + 1):
             figures, rate = self._round(n, sides, workload, count, rate)
-            idle.append(broker_idle_cores(self.stack.kafka.process.pid(), 3.0))
+            idle.append(broker_idle_cores(self.broker.pid(), 3.0))
             rows.extend(figures)
         # The broker's idle CPU, before the rounds and after each: its mean is the fixed cost taken out.
         idle_mean = sum(idle) / len(idle)
@@ -182,7 +183,7 @@ class Session:
         bodies = workload.bodies(count)
         figures: dict[str, dict[str, Any]] = {}
         for side in order:
-            figures[side.name] = sustained_phase(side, self.stack.kafka.process.pid(), bodies, self.opts.concurrency)
+            figures[side.name] = sustained_phase(side, self.broker.pid(), bodies, self.opts.concurrency)
             self._track(side.name, bodies, figures[side.name]["errors"])
             print(f"  {side.name}: {figures[side.name]['events_per_s']:,} events/s", flush=True)
         if rate is None:

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from stack.cluster.topology import Cluster
+from stack.launcher import Stack
 from tests.cluster.faults import batch_requests, busiest_leader, leaders, record_schema, registry
 from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet, wait_for
 from tests.kafka_helpers import end_offsets
 from tests.sdk_events import EVENTS_TOPIC, arrived
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
-ClusterEnv = tuple[Cluster, dict[str, str]]
+ClusterEnv = tuple[Stack, dict[str, str]]
 GO_EVENTS = 5000 * SCALE
 
 
@@ -61,13 +61,13 @@ def test_kill_9_the_leader_of_the_busiest_partitions(cluster: ClusterEnv) -> Non
         fleet.wait_acked(EVENTS_PER_FAULT // 5)
         node, partitions = busiest_leader(env["KAFKA_BOOTSTRAP"])
         print(f"\nkill -9 of node {node}, leader of partitions {partitions}")
-        profile.brokers.node(node).kill()
+        profile.kafka.node(node).kill()
         killed_at = fleet.acknowledged()
         wait_for(lambda: all(leaders(env["KAFKA_BOOTSTRAP"])[p] not in (node, -1) for p in partitions), 90,
                  "new leaders for the busiest partitions")
         fleet.wait_acked(killed_at + 2000)  # producing goes on with two brokers
-        profile.brokers.node(node).start_process()
-        profile.brokers.wait_ready(3)
+        profile.kafka.node(node).start_process()
+        profile.kafka.wait_ready(3)
         fleet.check("leader kill -9")
 
 
@@ -80,7 +80,7 @@ def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv, go_
         fleet.wait_acked(EVENTS_PER_FAULT // 5)
         victims = [2, 3]
         for node in victims:
-            profile.brokers.node(node).kill()
+            profile.kafka.node(node).kill()
         # Requests in flight at the kill may still commit; after the gateways' transaction timeout, none can.
         time.sleep(12)
         window = time.monotonic()
@@ -91,8 +91,8 @@ def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv, go_
         assert during[200] == 0 and fleet.acknowledged() == acked, during
         assert during[503] > 0, during
         for node in victims:
-            profile.brokers.node(node).start_process()
-        profile.brokers.wait_ready(3)
+            profile.kafka.node(node).start_process()
+        profile.kafka.wait_ready(3)
         fleet.wait_acked(acked + 1000, timeout_s=180)
         fleet.check("two brokers kill -9")
         result = go.result()

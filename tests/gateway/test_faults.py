@@ -87,7 +87,7 @@ def test_hung_broker_answers_503_before_the_sdk_times_out(fault_stack: tuple[Sta
     """SIGSTOP of the broker: batches queued behind the failed transaction get their 503 at once (issue 14
     item 12), so every answer comes well within the SDK's 10 s request timeout; then SIGCONT and recovery."""
     stack, env = fault_stack
-    pid = stack.kafka.process.pid()
+    pid = stack.kafka.node(1).process.pid()
     assert pid is not None
     with Load(env, clients=6) as load:
         load.wait_acked(load.batches * 10)

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from stack import cpus
+from bench import cpus
 
 pytestmark = pytest.mark.unit
 

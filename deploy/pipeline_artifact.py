@@ -1,7 +1,7 @@
 """Builds what `spark-submit` takes to run the pipeline on a cluster: a zip of the packages, an entry file, the
 pinned requirements for the cluster's Python (`make pipeline-artifact`; docs/spark-pipeline.md).
 
-    python -m stack.pipeline_artifact [--out dist/pipeline]
+    python -m deploy.pipeline_artifact [--out dist/pipeline]
 
 The zip holds `spark_pipeline` (with its data files, read from the zip by `spark_pipeline/packaged.py`) and
 `common`; nothing of the development tree. Pure Python: the third-party packages (requirements.txt) must be
@@ -71,7 +71,7 @@ def build(out: Path, root: Path = REPO_ROOT) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m stack.pipeline_artifact", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m deploy.pipeline_artifact", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "dist" / "pipeline", help="output folder")
     args = parser.parse_args(argv)

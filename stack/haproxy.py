@@ -1,5 +1,5 @@
-"""HAProxy in front of the cluster's gateways and registries: config from stack/conf's template, start in
-master-worker mode, graceful reload (the old worker drains), per-server counters from the stats page."""
+"""HAProxy in front of several gateways and registries: config from stack/conf's template, start in master-worker
+mode, graceful reload (the old worker drains), per-server counters from the stats page."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ import time
 import urllib.request
 from string import Template
 
-from stack.cluster.brokers import port_open
-from stack.cluster.config import HAPROXY_SOURCE, TEMPLATES, ClusterConfig
+from stack.config import HAPROXY_SOURCE, REPO_ROOT, StackConfig
+from stack.kafka import port_open
 from stack.process import ManagedProcess
 from stack.services import ServiceError
 
-TEMPLATE = TEMPLATES / "haproxy-cluster.cfg.tmpl"
+TEMPLATE = REPO_ROOT / "stack" / "conf" / "haproxy.cfg.tmpl"
 
 
-def render_config(cfg: ClusterConfig, gateway_ports: tuple[int, ...] | None = None) -> str:
+def render_config(cfg: StackConfig, gateway_ports: tuple[int, ...] | None = None) -> str:
     """The haproxy.cfg of this profile; `gateway_ports` (default: all) are the gateway servers listed."""
     gateways = cfg.gateway_ports if gateway_ports is None else gateway_ports
     servers = "\n".join(f"    server gateway-{cfg.gateway_ports.index(p) + 1} 127.0.0.1:{p} check" for p in gateways)
@@ -38,9 +38,9 @@ def render_config(cfg: ClusterConfig, gateway_ports: tuple[int, ...] | None = No
 
 
 class HAProxy:
-    """The load balancer of one cluster profile (one master process, its workers in the same group)."""
+    """The load balancer of one stack (one master process, its workers in the same group)."""
 
-    def __init__(self, cfg: ClusterConfig) -> None:
+    def __init__(self, cfg: StackConfig) -> None:
         self.cfg = cfg
         self.config_file = cfg.conf_dir / "haproxy.cfg"
         self.log_file = cfg.logs_dir / "haproxy.log"
@@ -50,7 +50,7 @@ class HAProxy:
     def binary() -> str:
         found = shutil.which("haproxy") or next((p for p in ("/usr/sbin/haproxy",) if os.path.exists(p)), None)
         if found is None:
-            raise ServiceError("haproxy not found: run `bash stack/setup-haproxy.sh` (the cluster profile needs it)")
+            raise ServiceError("haproxy not found: run `make setup-haproxy` (several gateways or registries need it)")
         return found
 
     def write_config(self, gateway_ports: tuple[int, ...] | None = None) -> None:
