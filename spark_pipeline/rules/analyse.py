@@ -41,7 +41,7 @@ from spark_pipeline.rules.functions import load_functions
 from spark_pipeline.rules.model import RuleError
 from spark_pipeline.rules.sqltext import check_text, line_of, mask, one_statement
 
-__all__ = ["Analysis", "analyse", "analysed", "line_of", "one_statement", "refusal"]
+__all__ = ["Analysis", "analyse", "analysed", "line_of", "one_statement", "precheck", "refusal"]
 WATERMARK_KEY = "spark.watermarkDelayMs"
 NO_SUBSTITUTION = "spark.sql.variable.substitute"
 # Spark error classes (their prefix before the first dot) -> our codes.
@@ -290,17 +290,30 @@ def _plugins() -> frozenset[str]:
     return frozenset(f.name for f in load_functions())
 
 
-def analysed(spark: SparkSession, sql: str, bounds: Bounds = BOUNDS) -> DataFrame:
-    """The DataFrame of one SELECT over the registered views, or the RuleError of the sandbox, the parse or the
-    analysis (module doc). Never `spark.sql`: the plan analysed is the one the sandbox checked."""
+def _parsed(spark: SparkSession, sql: str, bounds: Bounds, plugins: frozenset[str]) -> Any:
+    """Steps 1 and 2 of the module doc: Spark's parsed plan of `sql`, checked; RuleError if refused."""
     check_text(sql, bounds)
     text = one_statement(sql)
-    plugins = _plugins()
     spark.conf.set(NO_SUBSTITUTION, "false")  # no ${...} substitution in this session's parser (defence in depth)
     with quiet_spark_errors():
         plan = parse_query(spark, text)
         _check_query_start(text)
         sandbox.check_parsed(spark, plan, bounds, plugins)
+    return plan
+
+
+def precheck(spark: SparkSession, sql: str, bounds: Bounds = BOUNDS) -> None:
+    """The checks that need no view (the text, the parsed plan): a runtime runs them before it builds a rule's
+    views, so a refused rule costs a parse, not a plan of the pipeline. `analyse` runs them again."""
+    _parsed(spark, sql, bounds, _plugins())
+
+
+def analysed(spark: SparkSession, sql: str, bounds: Bounds = BOUNDS) -> DataFrame:
+    """The DataFrame of one SELECT over the registered views, or the RuleError of the sandbox, the parse or the
+    analysis (module doc). Never `spark.sql`: the plan analysed is the one the sandbox checked."""
+    plugins = _plugins()
+    plan = _parsed(spark, sql, bounds, plugins)
+    with quiet_spark_errors():
         try:
             jdf = _jvm(spark).org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
         except (AnalysisException, ParseException) as exc:

@@ -22,7 +22,7 @@ from spark_pipeline import enrich
 from spark_pipeline.checkpoint import clear_interrupted_first_batch, hadoop_path
 from spark_pipeline.config import PipelineConfig, join
 from spark_pipeline.rules import functions, output, store, views
-from spark_pipeline.rules.analyse import analyse
+from spark_pipeline.rules.analyse import analyse, precheck
 from spark_pipeline.rules.manager import Started
 from spark_pipeline.rules.model import Rule
 from spark_pipeline.snapshot import SchemaSnapshot
@@ -55,6 +55,7 @@ class SparkLauncher:
     def frame(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> DataFrame:
         """The rule's result, a streaming DataFrame in a session of its own."""
         session = self.spark.newSession()
+        precheck(session, rule.sql)  # the gate's checks that need no view, before the views are built
         inventory = enrich.read_inventory(session, self.cfg.nodes_file)
         enriched = views.pipeline_events(session, self.cfg, snapshot, inventory, streaming=True)
         functions.register_functions(session)

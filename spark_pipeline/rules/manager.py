@@ -34,7 +34,7 @@ from pyspark.sql.types import StructType
 
 from spark_pipeline.rules.model import MAX_RULES, MAX_STATE_ROWS, TOO_MANY_RULES, Rule, RuleError, RuleStatus, State
 from spark_pipeline.rules.progress import ERROR_CHARS, HighWatermarks, error_chain, health
-from spark_pipeline.rules.quarantine import Journal, NoJournal, recover
+from spark_pipeline.rules.quarantine import STALLED, Journal, NoJournal, in_one_batch_since, recover
 from spark_pipeline.snapshot import SchemaSnapshot
 from spark_pipeline.supervisor import unknown_schema_ids
 
@@ -333,23 +333,11 @@ class RuleManager:
         return unknown
 
     def _stalled(self, slot: Slot, query: Any, batch_id: int | None) -> bool:
-        """Quarantine the rule if one micro-batch has run over max_batch_s; whether it was."""
-        try:
-            active = bool(query.status.get("isTriggerActive"))
-        except Exception:
+        """Quarantine the rule if one micro-batch has run over max_batch_s (quarantine.in_one_batch_since)."""
+        since = in_one_batch_since(slot, query, batch_id, self.clock())
+        if since is None or self.clock() - since <= self.settings.max_batch_s:
             return False
-        now = self.clock()
-        if not active:
-            slot.busy_since = None
-            return False
-        if slot.busy_since is None or slot.busy_batch != batch_id:
-            slot.busy_since, slot.busy_batch = now, batch_id
-            return False
-        if now - slot.busy_since <= self.settings.max_batch_s:
-            return False
-        self._quarantine(slot, f"stalled: a micro-batch ran over {self.settings.max_batch_s:.0f} s "
-                               "(HEADWATER_RULE_MAX_BATCH_S), holding task slots the other queries need; apply the "
-                               "rule again to run it")
+        self._quarantine(slot, STALLED.format(self.settings.max_batch_s))
         return True
 
     def _refresh(self, unknown: set[int]) -> None:
@@ -365,7 +353,7 @@ class RuleManager:
             return
         self.snapshot = fresh
         for slot in self.slots.values():
-            if slot.state != "failed":  # a failed rule takes the current snapshot when it is retried
+            if slot.state not in ("failed", "quarantined"):  # a failed rule takes the snapshot when retried
                 self._adopt(slot, fresh)
 
     def _adopt(self, slot: Slot, fresh: SchemaSnapshot) -> None:

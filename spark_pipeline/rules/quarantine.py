@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from spark_pipeline.rules.model import Rule
 
 log = logging.getLogger("spark_pipeline.rules")
+STALLED = ("stalled: a micro-batch ran over {:.0f} s (HEADWATER_RULE_MAX_BATCH_S), holding task slots the other "
+           "queries need; apply the rule again to run it")
 CRASHED = ("crashed: the pipeline died while this rule's micro-batch ran (it may have taken the JVM down); apply the "
            "rule again to run it")
 
@@ -74,3 +76,18 @@ def recover(journal: Journal, rules: Mapping[str, Rule]) -> dict[str, tuple[str,
     for dropped in journal.drop_orphans(rules):
         log.info("rule checkpoint %s removed: no stored rule version owns it", dropped)
     return journal.quarantined()
+
+
+def in_one_batch_since(slot: Any, query: Any, batch_id: int | None, now: float) -> float | None:
+    """Since when (as first seen) `query` has been inside the micro-batch that follows batch `batch_id`, None when
+    it is between batches. Kept on `slot` (`busy_since`, `busy_batch`): the manager looks once per round."""
+    try:
+        active = bool(query.status.get("isTriggerActive"))
+    except Exception:  # no status to read (yet): not known to be busy
+        active = False
+    if not active:
+        slot.busy_since = None
+        return None
+    if slot.busy_since is None or slot.busy_batch != batch_id:
+        slot.busy_since, slot.busy_batch = now, batch_id
+    return float(slot.busy_since)

@@ -158,10 +158,10 @@ class Stack:
         assert producer.flush(30) == 0
 
     def put_rule(self, name: str, sql: str) -> Rule:
-        rule = Rule(name, sql, 1, int(time.time() * 1000), "mallory", 1, (), False, "append",
-                    uid=uuid.uuid4().hex[:12])
-        self.put_raw(name, rule.to_json())
-        return rule
+        """A rule as JSON straight into the topic (what `rules apply` would store, minus the analysis)."""
+        value = raw_rule(name, sql)
+        self.put_raw(name, value)
+        return Rule.from_json(value)
 
     def apply(self, name: str, sql: str) -> int:
         path = self.pipeline.out / f"{name}.sql"
@@ -209,6 +209,12 @@ def stack(spark: SparkSession, stack_env: dict[str, str], tmp_path_factory: pyte
             if name.startswith("hostile_"):
                 s.store.delete(name)  # this module's rules: other tests share the rules topic
         s.store.close()
+
+
+def raw_rule(name: str, sql: str) -> bytes:
+    return json.dumps({"name": name, "sql": sql, "version": 1, "applied_at": int(time.time() * 1000),
+                       "applied_by": "mallory", "output_schema_id": 1, "key_columns": [], "aggregation": False,
+                       "output_mode": "append", "uid": uuid.uuid4().hex[:12]}).encode()
 
 
 def hostile(suffix: str) -> str:
@@ -264,11 +270,11 @@ def test_stored_hostile_rules_never_run_and_the_pipeline_goes_on(stack: Stack) -
 def test_malformed_records_never_block_the_rules(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
     s = stack
     sfx = uuid.uuid4().hex[:6]
-    victim = Rule(f"hostile_victim_{sfx}", "SELECT event_id FROM events", 1, 1, "mallory", 1, uid="ab")
-    s.put_raw("BAD-KEY", victim.to_json())  # R7: a valid rule under a key that is no rule name
+    victim = raw_rule(f"hostile_victim_{sfx}", "SELECT event_id FROM events")
+    s.put_raw("BAD-KEY", victim)  # R7: a valid rule under a key that is no rule name
     s.put_raw(f"hostile_garbage_{sfx}", b"{not json")
     s.put_raw(f"hostile_deep_{sfx}", b"[" * 200_000 + b"]" * 200_000)
-    s.put_raw(f"hostile_other_{sfx}", victim.to_json())  # names another rule than its key
+    s.put_raw(f"hostile_other_{sfx}", victim)  # names another rule than its key
     s.put_raw(f"\x1b[2J\x1b[31mhostile_{sfx}", b"{}")  # a terminal escape in the key
     after = hostile("after")
     assert s.apply(after, "SELECT event_id, event_type FROM events WHERE seq >= 0") == 0  # apply still works

@@ -167,3 +167,15 @@ def test_every_refusal_code_is_documented() -> None:
 
     docs = (Path(__file__).resolve().parents[3] / "docs" / "rules.md").read_text()
     assert all(f"| `{code}` |" in docs for code in model.CODES), [c for c in model.CODES if f"| `{c}` |" not in docs]
+
+
+def test_a_schema_change_does_not_restart_a_quarantined_rule() -> None:
+    from tests.spark_pipeline.rules.test_runtime_manager import snap
+
+    h = harness(MemoryJournal(held={"x": ("v1", "stalled: ...")}), registry_poll_s=5.0)
+    h.apply(rule("x"), rule("y"))
+    h.tick()
+    h.registry.append(snap(1, 2))
+    h.tick(10)
+    assert [q.name for q in h.launcher.started] == ["rule.y.v1", "rule.y.v1"]  # y restarted, x left alone
+    assert h.statuses.last("x").state == "quarantined"
