@@ -9,7 +9,7 @@ PYTEST_DURATIONS ?= --durations=25
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
-	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
+	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos chaos-rules \
 	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
 
 setup:
@@ -85,6 +85,11 @@ chaos: setup
 	@HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) HEADWATER_CHAOS=full $(PY) -m pytest -s -m integration tests/gateway/test_faults.py \
 		tests/gateway/test_faults_processes.py tests/gateway/test_hostile.py tests/gateway/test_hostile_protocol.py \
 		tests/gateway/test_hostile_process.py $(PYTEST_ARGS)
+
+# The hostile-rule suite in full: a rule stuck in a micro-batch (watchdog) and the pipeline killed inside a rule's
+# batch (quarantine at restart), each minutes long; `make test` runs its short checks.
+chaos-rules: setup
+	@HEADWATER_CHAOS=full $(PY) -m pytest -s tests/spark_pipeline/rules/test_hostile_stack.py $(PYTEST_ARGS)
 
 # The cluster profile's fault suite (tests/cluster/: 3 brokers, 2 registries, 3 gateways, HAProxy) at CI counts,
 # and bigger: CHAOS_SCALE x 30,000 events per fault.

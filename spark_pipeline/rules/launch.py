@@ -3,8 +3,10 @@
 Each rule runs in its own SparkSession (`spark.newSession()`: same SparkContext, its own temp views, functions
 and SQL confs), over its own read of the events topic (decoded with the schema snapshot the manager gives it,
 watermarked with the pipeline's lateness, deduplicated and enriched like the built-in queries), so one rule's
-views or failure never reach another query. Its checkpoint is `<checkpoints>/rules/<name>/v<version>`: a new
-version starts fresh; the same version resumes where it left off.
+views or failure never reach another query. Its checkpoint is `<checkpoints>/rules/<name>/<Rule.checkpoint_id>`
+(`v<version>-<uid>`, unique per apply): a new version, or the same name applied again after a delete, starts
+fresh; the same version resumes where it left off. Every start passes the rule through the sandbox
+gate first (`analyse.analyse`, the same as `rules apply`); a refused rule raises RuleError.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from spark_pipeline import enrich
 from spark_pipeline.checkpoint import clear_interrupted_first_batch, hadoop_path
 from spark_pipeline.config import PipelineConfig, join
 from spark_pipeline.rules import functions, output, store, views
+from spark_pipeline.rules.analyse import analyse, precheck
 from spark_pipeline.rules.manager import Started
 from spark_pipeline.rules.model import Rule
 from spark_pipeline.snapshot import SchemaSnapshot
@@ -37,7 +40,7 @@ def rules_checkpoints(cfg: PipelineConfig) -> str:
 
 
 def checkpoint(cfg: PipelineConfig, rule: Rule) -> str:
-    return join(rules_checkpoints(cfg), rule.name, f"v{rule.version}")
+    return join(rules_checkpoints(cfg), rule.name, rule.checkpoint_id)
 
 
 class SparkLauncher:
@@ -52,6 +55,7 @@ class SparkLauncher:
     def frame(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> DataFrame:
         """The rule's result, a streaming DataFrame in a session of its own."""
         session = self.spark.newSession()
+        precheck(session, rule.sql)  # the gate's checks that need no view, before the views are built
         inventory = enrich.read_inventory(session, self.cfg.nodes_file)
         enriched = views.pipeline_events(session, self.cfg, snapshot, inventory, streaming=True)
         functions.register_functions(session)
@@ -59,7 +63,9 @@ class SparkLauncher:
         views.register_views(session, enriched, snapshot, others, bootstrap=self.cfg.bootstrap,
                              subject_prefix=self.cfg.subject_prefix, lateness=self.cfg.lateness,
                              registry=self.registry, security=self.cfg.kafka_security)
-        return session.sql(rule.sql)
+        # The sandbox gate (analyse.py), again here: a stored rule may never have passed `rules apply` (anyone who
+        # reaches the broker can write the rules topic). RuleError: refused, never reaches Spark's SQL execution.
+        return analyse(session, rule.sql).frame
 
     def output_schema(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> StructType:
         """The columns the rule would produce over `snapshot` (plans only; starts nothing)."""
@@ -68,6 +74,7 @@ class SparkLauncher:
     def start(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> Started:
         if rule.output_schema_id is None:
             raise ValueError(f"rule {rule.name} has no output schema: apply it again")
+        df = self.frame(rule, snapshot, rules)  # the sandbox gate first: a refused rule creates nothing
         # `rules apply` created it; again here in case it was deleted since (Kafka's auto-creation is off).
         store.ensure_output_topic(self.cfg.bootstrap, rule.name, compacted=rule.aggregation,
                                   security=self.cfg.kafka_security)
@@ -76,7 +83,6 @@ class SparkLauncher:
         fresh = not fs.exists(path) and self.older_versions(rule)
         if removed := clear_interrupted_first_batch(self.spark, location):
             log.warning("rule %s: removed %s, left by its first batch's interrupted log write", rule.name, removed)
-        df = self.frame(rule, snapshot, rules)
         records = output.encode_columns(df, rule.output_schema_id, rule.key_columns)
         writer = (records.writeStream.format("kafka").queryName(query_name(rule))
                   .options(**self.cfg.spark_kafka()).option("topic", rule.topic)
@@ -92,16 +98,16 @@ class SparkLauncher:
         fs, folder = hadoop_path(self.spark, join(rules_checkpoints(self.cfg), rule.name))
         if not fs.exists(folder):
             return False
-        return any(s.getPath().getName() != f"v{rule.version}" for s in fs.listStatus(folder))
+        return any(s.getPath().getName() != rule.checkpoint_id for s in fs.listStatus(folder))
 
-    def drop_checkpoints(self, name: str, keep_version: int | None = None) -> None:
-        """Delete the checkpoints of rule `name` (its whole folder, or every version but `keep_version`)."""
+    def drop_checkpoints(self, name: str, keep: str | None = None) -> None:
+        """Delete the checkpoints of rule `name` (its whole folder, or every version but the `keep` checkpoint id)."""
         fs, folder = hadoop_path(self.spark, join(rules_checkpoints(self.cfg), name))
         if not fs.exists(folder):
             return
-        if keep_version is None:
+        if keep is None:
             fs.delete(folder, True)
             return
         for status in fs.listStatus(folder):
-            if status.getPath().getName() != f"v{keep_version}":
+            if status.getPath().getName() != keep:
                 fs.delete(status.getPath(), True)

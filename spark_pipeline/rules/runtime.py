@@ -4,7 +4,8 @@
 Settings (docs/rules-runtime.md): HEADWATER_RULES=0 turns rules off; HEADWATER_RULE_TRIGGER (default the live
 trigger), HEADWATER_RULE_STARTING_OFFSETS (where a rule with a new checkpoint starts reading: `latest`, the
 default, or `earliest`), HEADWATER_RULE_STATUS_S, HEADWATER_RULE_BACKOFF_S, HEADWATER_RULE_BACKOFF_MAX_S,
-HEADWATER_RULE_MAX_STATE_ROWS; the registry is polled every HEADWATER_REGISTRY_POLL_S like the built-in queries.
+HEADWATER_RULE_MAX_STATE_ROWS, HEADWATER_RULE_MAX_BATCH_S (a longer micro-batch quarantines its rule); the registry is
+polled every HEADWATER_REGISTRY_POLL_S like the built-in queries.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pyspark.sql import SparkSession
 from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient
 from spark_pipeline.config import PipelineConfig
-from spark_pipeline.rules.launch import SparkLauncher
+from spark_pipeline.rules.journal import CheckpointJournal
+from spark_pipeline.rules.launch import SparkLauncher, rules_checkpoints
 from spark_pipeline.rules.manager import RuleManager, Settings
 from spark_pipeline.rules.model import MAX_STATE_ROWS, RULES_TOPIC, Rule
 from spark_pipeline.rules.store import RuleStore, TopicFollower
@@ -75,7 +77,8 @@ def settings_from_env(env: Mapping[str, str], cfg: PipelineConfig) -> Settings:
     return Settings(status_s=_number(env, "HEADWATER_RULE_STATUS_S", 5.0), registry_poll_s=cfg.registry_poll_s,
                     backoff_s=_number(env, "HEADWATER_RULE_BACKOFF_S", 5.0),
                     backoff_max_s=_number(env, "HEADWATER_RULE_BACKOFF_MAX_S", 300.0),
-                    max_state_rows=int(_number(env, "HEADWATER_RULE_MAX_STATE_ROWS", MAX_STATE_ROWS)))
+                    max_state_rows=int(_number(env, "HEADWATER_RULE_MAX_STATE_ROWS", MAX_STATE_ROWS)),
+                    max_batch_s=_number(env, "HEADWATER_RULE_MAX_BATCH_S", 300.0))
 
 
 def enabled(env: Mapping[str, str]) -> bool:
@@ -97,7 +100,8 @@ def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, st
     follower = TopicFollower(cfg.bootstrap, RULES_TOPIC, Rule.from_json, security=cfg.kafka_security)
     manager = RuleManager(follower, launcher, store, snapshot,
                           watermarks=KafkaWatermarks(cfg.bootstrap, security=cfg.kafka_security),
-                          settings=settings or settings_from_env(env, cfg))
+                          settings=settings or settings_from_env(env, cfg),
+                          journal=CheckpointJournal(spark, rules_checkpoints(cfg)))
     log.info("rule manager: following %s (new rules start from the %s offsets)", RULES_TOPIC, offsets)
     return manager.start()
 
