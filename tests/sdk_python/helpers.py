@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -46,6 +47,16 @@ def error(status: int, code: str = "err", retry_after: str | None = None) -> Res
     if retry_after is not None:
         headers["retry-after"] = retry_after
     return Response(status, headers, json.dumps({"code": code, "message": code}).encode())
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0) -> bool:
+    """Poll `predicate` (every 5 ms) until it holds; False if `timeout_s` passed first."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def scripted(answers: list[Response | Exception]) -> Callable[[Request], Response]:

@@ -52,7 +52,7 @@ class ClientConfig:
     spool_overflow: str = "backpressure"
     spool_fsync: str = "always"
     durability: str = "async"
-    max_in_flight: int = 4
+    max_in_flight: int = 16
     request_timeout_s: float = 10.0
     retry_deadline_s: float = 300.0
     retry_base_s: float = 0.5
