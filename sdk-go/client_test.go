@@ -126,7 +126,7 @@ func TestRetriesKeepTheBatchIDAndHonourRetryAfter(t *testing.T) {
 		}
 		return nil, nil
 	}}
-	c := newTestClient(t, tr)
+	c := newTestClient(t, tr, WithRetry(time.Millisecond, 50*time.Millisecond, 5*time.Second)) // Retry-After cap 0.5 s
 	start := time.Now()
 	_ = c.Track("x", nil)
 	mustFlush(t, c)

@@ -116,6 +116,7 @@ func (e *EventRejectedError) Error() string {
 type TransportError struct {
 	Status     int
 	RetryAfter float64 // seconds; negative when the server gave none
+	Refused    bool    // no connection could be made (nothing listens): the gateway did no work
 	Msg        string
 	Err        error
 }

@@ -13,7 +13,8 @@ import (
 // batches handed to a sender (a batch sent again after its retry deadline counts again). Acknowledged: events
 // the gateway accepted. Rejected: events the gateway rejected (listed in a 200/422). Dropped: events dropped,
 // by reason (refused batches count as refused_http_<status>). Retries: retried requests. PendingBatches /
-// PendingEvents: sealed, not yet answered. SpoolBytes: bytes held by pending batches.
+// PendingEvents: sealed, not yet answered. SpoolBytes: bytes held by pending batches. InFlightLimit: the adaptive
+// in-flight window now (protocol.md §6.2), between 1 and MaxInFlight.
 type Metrics struct {
 	Queued         int
 	Enqueued       int64
@@ -26,6 +27,7 @@ type Metrics struct {
 	PendingBatches int
 	PendingEvents  int
 	SpoolBytes     int64
+	InFlightLimit  int
 }
 
 // DroppedTotal is the events dropped for any reason.

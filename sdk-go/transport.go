@@ -4,6 +4,7 @@ package headwater
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -87,18 +88,21 @@ func (t *HTTPTransport) clientNow() *http.Client {
 func (t *HTTPTransport) Send(ctx context.Context, req *Request) (*Response, error) {
 	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
-		return nil, &TransportError{Msg: "bad request: " + err.Error(), Err: err}
+		return nil, &TransportError{Msg: "bad request: " + err.Error(), RetryAfter: -1, Err: err}
 	}
 	hreq.Header = req.Header
 	hreq.ContentLength = int64(len(req.Body))
 	resp, err := t.clientNow().Do(hreq)
 	if err != nil {
-		return nil, &TransportError{Msg: fmt.Sprintf("%s %s: %v", req.Method, req.URL, err), Err: err}
+		var op *net.OpError
+		refused := errors.As(err, &op) && op.Op == "dial"
+		return nil, &TransportError{Msg: fmt.Sprintf("%s %s: %v", req.Method, req.URL, err), RetryAfter: -1,
+			Refused: refused, Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return nil, &TransportError{Msg: "reading the answer: " + err.Error(), Err: err}
+		return nil, &TransportError{Msg: "reading the answer: " + err.Error(), RetryAfter: -1, Err: err}
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes)) // drain, so the connection is reused
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil

@@ -5,6 +5,8 @@ import { Batcher } from "./batcher.js";
 import { buildConfig, type Config, type HeadwaterOptions, optionsFromEnv } from "./config.js";
 import { ConfigError, type DeliveryError, EventsDroppedError, InvalidEventError, TransportError, UndeliveredError } from "./errors.js";
 import { Dispatcher } from "./dispatcher.js";
+import { Gate } from "./gate.js";
+import { Window } from "./limit.js";
 import { checkEventType, checkOptions, encodeEvent, encodeProperties, type EnvelopeParts, type TrackOptions } from "./event.js";
 import { newProducerId } from "./ids.js";
 import * as lifecycle from "./lifecycle.js";
@@ -54,6 +56,8 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   private nextSeq: number;
   private enqueued = 0;
   private readonly dispatcher: Dispatcher;
+  private readonly gate: Gate;
+  private readonly window: Window;
   private readonly extraTransports: Transport[] = [];
   private lingerTimer: NodeJS.Timeout | undefined;
   private closing: Promise<boolean> | undefined;
@@ -86,10 +90,12 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     };
     this.batcher = new Batcher(this.store.producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
     this.transport = cfg.transport ?? new HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs);
+    this.gate = new Gate(cfg.retryRefusedMaxMs, this.abort.signal, (e) => this.fail(e));
+    this.window = new Window(cfg.maxInFlight);
     this.sender = new Sender(cfg, this.transport, this.counters, {
       delivered: (r) => this.safeEmit("delivery", r),
       failed: (e) => this.fail(e),
-    }, this.abort.signal, this.schemaCache(cfg));
+    }, this.abort.signal, this.gate, this.window, this.schemaCache(cfg));
     this.dispatcher = new Dispatcher(cfg, this.store, this.sender, this.spool !== undefined, this.abort.signal, this.counters,
       (e) => this.fail(e), () => this.moveSealed());
     if (cfg.handleExit) lifecycle.register(this);
@@ -184,14 +190,17 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
 
   /** A snapshot of the delivery counters. */
   metrics(): Metrics {
-    return this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents());
+    return this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents(),
+      this.window.limit.window);
   }
 
   private async shutdown(timeoutMs: number): Promise<boolean> {
     this.stateValue = "closing";
+    this.gate.wake(true); // every batch waiting in backoff is sent again now (protocol.md §6.3)
     const flushed = await this.flush(timeoutMs);
     this.stateValue = "closed";
     this.abort.abort();
+    this.window.stop();
     clearTimeout(this.lingerTimer);
     this.transport.close(); // ends requests still in flight: nothing is sent after close() returns
     for (const t of this.extraTransports) t.close();

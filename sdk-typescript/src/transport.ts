@@ -95,8 +95,9 @@ export class HttpTransport implements Transport {
         req.destroy(new TransportError(`${request.method} ${request.url}: no answer within ${timeoutMs} ms`, "timeout"));
       }, timeoutMs);
       timer.unref();
-      req.on("error", (err) => {
-        finish(err instanceof TransportError ? err : new TransportError(`${request.method} ${request.url}: ${err.message}`, "connection_error"));
+      req.on("error", (err: NodeJS.ErrnoException) => {
+        const code = err.code === "ECONNREFUSED" ? "connection_refused" : "connection_error"; // refused: nothing listens
+        finish(err instanceof TransportError ? err : new TransportError(`${request.method} ${request.url}: ${err.message}`, code));
       });
       req.on("response", (res) => {
         const chunks: Buffer[] = [];

@@ -41,7 +41,7 @@ describe("config", () => {
     assert.equal(c.maxBatchEvents, 40);
     assert.equal(c.lingerMs, 50);
     assert.equal(c.compression, "zstd");
-    assert.equal(c.maxInFlight, 4);
+    assert.equal(c.maxInFlight, 16);
     assert.equal(c.retryDeadlineMs, 300_000);
   });
   it("names the bad option", () => {
@@ -84,7 +84,7 @@ describe("events", () => {
 });
 
 describe("retry rule", () => {
-  it("classifies every status as DECISIONS 1 says", () => {
+  it("classifies every status as the retry rule of protocol.md §4 says", () => {
     for (const s of [200, 422]) assert.equal(classify(s), "done");
     assert.equal(classify(413), "split");
     for (const s of [408, 429, 500, 502, 503, 504]) assert.equal(classify(s), "retry");

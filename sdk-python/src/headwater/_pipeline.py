@@ -173,7 +173,7 @@ class Pipeline:
     def metrics(self) -> Metrics:
         """A snapshot of the counters."""
         return self.counters.snapshot(len(self.queue) + self.assembler.open_count(), self.queue.accepted,
-                                      self.store.stats())
+                                      self.store.stats(), self.window.size)
 
     # --- threads -------------------------------------------------------------------------------------------
     def _guard(self, loop: Callable[[], None]) -> Callable[[], None]:
