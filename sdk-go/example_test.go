@@ -9,7 +9,7 @@ import (
 	"net/http/httptest"
 	"time"
 
-	headwater "github.com/headwater-dev/headwater-go"
+	headwater "github.com/headwater-dev/headwater/sdk-go"
 )
 
 func Example() {

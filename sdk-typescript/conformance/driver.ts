@@ -98,9 +98,9 @@ async function handle(cmd: Json): Promise<Json> {
     case "track":
       return track(cmd);
     case "flush":
-      return { settled: await current().flush(timeoutMs) };
+      return { settled: await current().flush({ timeoutMs }) };
     case "close":
-      return { delivered_all: await current().closeQuietly(timeoutMs) };
+      return { delivered_all: await current().closeQuietly({ timeoutMs }) };
     case "outcomes": {
       current();
       const out = reported;

@@ -3,7 +3,7 @@
 import { EventEmitter } from "node:events";
 import { Batcher } from "./batcher.js";
 import { buildConfig, type Config, type HeadwaterOptions, optionsFromEnv } from "./config.js";
-import { ConfigError, type DeliveryError, EventsDroppedError, InvalidEventError, TransportError, UndeliveredError } from "./errors.js";
+import { ConfigError, type DeliveryError, EventsDroppedError, InvalidEventError, UndeliveredError } from "./errors.js";
 import { Dispatcher } from "./dispatcher.js";
 import { Gate } from "./gate.js";
 import { Window } from "./limit.js";
@@ -14,6 +14,7 @@ import { Counters, type Metrics } from "./metrics.js";
 import { type DeliveryReport, Sender } from "./sender.js";
 import { DiskSpool } from "./spool.js";
 import { SchemaCache } from "./registry.js";
+import { Reporter } from "./report.js";
 import { MemoryStore } from "./store.js";
 import { HttpTransport, type Transport } from "./transport.js";
 
@@ -25,6 +26,11 @@ function openSpool(cfg: Config, report: (reason: string, n: number, detail: stri
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(`spoolDir (HEADWATER_SPOOL_DIR) ${cfg.spoolDir} is unusable: ${(err as Error).message}`);
   }
+}
+
+/** Options of flush() and close(): how long to wait, in milliseconds. */
+export interface FlushOptions {
+  readonly timeoutMs?: number;
 }
 
 /** What track() did: accepted with its seq and event id, or refused (counted in `metrics().dropped`). */
@@ -61,7 +67,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   private readonly extraTransports: Transport[] = [];
   private lingerTimer: NodeJS.Timeout | undefined;
   private closing: Promise<boolean> | undefined;
-  private readonly warned = new Map<string, number>(); // code -> last warning (no `failure` listener)
+  private readonly reporter = new Reporter(); // warnings when nobody listens to `failure`
 
   /** A client configured from `HEADWATER_*` variables; `overrides` win. */
   static fromEnv(overrides: Partial<HeadwaterOptions> = {}, env: NodeJS.ProcessEnv = process.env): Headwater {
@@ -155,11 +161,17 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     return { ok: true, seq, eventId: ev.eventId };
   }
 
-  /** Send everything accepted so far; resolves true once all of it is acknowledged, rejected or dropped. */
-  async flush(timeoutMs?: number): Promise<boolean> {
+  /**
+   * Send everything accepted so far and wait (at most `timeoutMs`, default no bound) until all of it is
+   * acknowledged, rejected or dropped. Resolves true only if it all settled in time and no accepted event was
+   * rejected or dropped since the previous flush() (or since the start): false tells the caller that events
+   * were lost, as `metrics()` and the `failure` events say which.
+   */
+  async flush(options: FlushOptions = {}): Promise<boolean> {
     const target = this.enqueued + this.recovered;
     this.sealOpen();
-    return this.counters.until(target, timeoutMs);
+    const settled = await this.counters.until(target, options.timeoutMs);
+    return this.counters.noLossSinceLastCheck() && settled;
   }
 
   /**
@@ -167,8 +179,8 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
    * was acknowledged; rejects with `UndeliveredError` otherwise (with a spool, what was not delivered stays
    * on disk for the next client). Idempotent: a second call settles the same way.
    */
-  async close(timeoutMs?: number): Promise<void> {
-    const delivered = await this.closeQuietly(timeoutMs);
+  async close(options: FlushOptions = {}): Promise<void> {
+    const delivered = await this.closeQuietly(options);
     if (!delivered) {
       const m = this.metrics();
       const missing = this.enqueued + this.recovered - m.acknowledged;
@@ -178,8 +190,8 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   }
 
   /** close(), resolving true if every accepted event was acknowledged (never rejects). */
-  closeQuietly(timeoutMs?: number): Promise<boolean> {
-    if (this.closing === undefined) this.closing = this.shutdown(timeoutMs ?? this.config.exitTimeoutMs);
+  closeQuietly(options: FlushOptions = {}): Promise<boolean> {
+    if (this.closing === undefined) this.closing = this.shutdown(options.timeoutMs ?? this.config.exitTimeoutMs);
     return this.closing;
   }
 
@@ -197,7 +209,9 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   private async shutdown(timeoutMs: number): Promise<boolean> {
     this.stateValue = "closing";
     this.gate.wake(true); // every batch waiting in backoff is sent again now (protocol.md §6.3)
-    const flushed = await this.flush(timeoutMs);
+    const target = this.enqueued + this.recovered;
+    this.sealOpen();
+    const flushed = await this.counters.until(target, timeoutMs);
     this.stateValue = "closed";
     this.abort.abort();
     this.window.stop();
@@ -212,6 +226,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     }
     if (this.spool !== undefined) await this.spool.settled();
     this.store.close(this.nextSeq);
+    this.reporter.close();
     lifecycle.unregister(this);
     return flushed && this.counters.acknowledged >= this.enqueued + this.recovered;
   }
@@ -231,17 +246,13 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     return { ok: false, reason };
   }
 
-  /** Report `error` to `failure` listeners; without one, warn (once a minute per code; retries not at all). */
+  /** Report `error` to `failure` listeners; without one, warn (a line per kind at most every 10 s, with counts). */
   private fail(error: DeliveryError): void {
     if (this.listenerCount("failure") > 0) {
       this.safeEmit("failure", error);
       return;
     }
-    if (error instanceof TransportError) return; // retried; a final failure comes as a drop or a refusal
-    const now = Date.now();
-    if ((this.warned.get(error.code) ?? 0) > now - 60_000) return;
-    this.warned.set(error.code, now);
-    process.emitWarning(`headwater: ${error.message} (add a 'failure' listener to see every report)`, { code: error.code });
+    this.reporter.report(error);
   }
 
   /** Emit without letting a listener's exception reach the delivery machinery. */

@@ -1,6 +1,6 @@
 /** Headwater's Node.js SDK: the public API (everything else is internal). */
 
-export { Headwater, type ClientState, type HeadwaterEvents, type TrackResult } from "./client.js";
+export { Headwater, type ClientState, type FlushOptions, type HeadwaterEvents, type TrackResult } from "./client.js";
 export { DEFAULTS, envName, type HeadwaterOptions, type Config, type Compression, type QueuePolicy } from "./config.js";
 export {
   BatchRejectedError,

@@ -36,6 +36,7 @@ export class Counters {
   batchesSent = 0;
   settled = 0;
   readonly dropped: Record<string, number> = {};
+  private lostMark = 0; // accepted events lost (rejected or dropped) at the previous noLossSinceLastCheck()
   private waiters: Array<{ target: number; resolve: () => void }> = [];
 
   /** Count events that reached a final state, and wake flush() waiters whose target is reached. */
@@ -53,6 +54,14 @@ export class Counters {
       this.waiters = this.waiters.filter((w) => w.target > this.settled);
       for (const w of ready) w.resolve();
     }
+  }
+
+  /** True if no accepted event was rejected or dropped since the previous call (or the start). */
+  noLossSinceLastCheck(): boolean {
+    const lost = this.settled - this.acknowledged;
+    const none = lost === this.lostMark;
+    this.lostMark = lost;
+    return none;
   }
 
   /** Count events refused before they were accepted (no seq): not part of `settled`. */

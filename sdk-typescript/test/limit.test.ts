@@ -152,12 +152,12 @@ describe("wake-up in a client", () => {
     await until(() => c.metrics().retries >= 1);
     const woke = Date.now();
     release();
-    assert.equal(await c.flush(5000), true);
+    assert.equal(await c.flush({ timeoutMs: 5000 }), true);
     const firstId = gw.requests[0]?.body.batch_id;
     const retry = gw.requests.findIndex((r, i) => i > 0 && r.body.batch_id === firstId);
     assert.ok(retry > 0);
     assert.ok((times[retry] as number) - woke < 1000, `retried ${(times[retry] as number) - woke} ms after the answers`);
-    await c.close(5000);
+    await c.close({ timeoutMs: 5000 });
   });
 
   it("close() delivers what waited in a long backoff", async () => {
@@ -168,7 +168,28 @@ describe("wake-up in a client", () => {
     c.track("page_view", {});
     await until(() => c.metrics().retries >= 1);
     const start = Date.now();
-    await c.close(5000);
+    await c.close({ timeoutMs: 5000 });
     assert.ok(Date.now() - start < 3000);
+  });
+});
+
+describe("default reporting", () => {
+  it("warns each code at once, then at most every 10 s with the count since the previous warning", async () => {
+    const { Reporter } = await import("../src/report.js");
+    const { EventRejectedError, BatchRejectedError } = await import("../src/errors.js");
+    const warned: string[] = [];
+    let now = 0;
+    const r = new Reporter((m) => warned.push(m), 10_000, () => now);
+    for (let i = 0; i < 5; i++) r.report(new EventRejectedError("b", "e", i, "invalid_properties", "m"));
+    r.report(new BatchRejectedError("b2", 401, "invalid_write_key", "m", 40)); // a second code is seen at once
+    assert.equal(warned.length, 2);
+    now = 10_001;
+    r.report(new EventRejectedError("b", "e", 9, "invalid_properties", "m"));
+    assert.equal(warned.length, 3);
+    assert.match(warned[2] as string, /and 4 more event\(s\)/);
+    r.report(new BatchRejectedError("b3", 401, "invalid_write_key", "m", 40));
+    r.report(new BatchRejectedError("b4", 401, "invalid_write_key", "m", 40));
+    r.close();
+    assert.match(warned[warned.length - 1] as string, /40 more event\(s\)/); // b3 was warned at once, b4 counted
   });
 });

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	headwater "github.com/headwater-dev/headwater-go"
+	headwater "github.com/headwater-dev/headwater/sdk-go"
 )
 
 var capabilities = []string{"json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "track_seq",

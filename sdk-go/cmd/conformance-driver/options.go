@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	headwater "github.com/headwater-dev/headwater-go"
+	headwater "github.com/headwater-dev/headwater/sdk-go"
 )
 
 func number(raw any) (float64, error) {
