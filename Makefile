@@ -58,10 +58,10 @@ test: setup setup-haproxy lint test-go test-ts test-pythons
 test-pythons: setup
 	@bash sdk-python/scripts/test-pythons.sh
 
-# The TypeScript SDK: strict type check, lint, node:test (built by setup).
+# The TypeScript SDK: strict type check, lint, the committed dist/ is the build of src/, node:test (built by setup).
 test-ts: setup
 	@cd sdk-typescript && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/eslint . \
-		&& node --test build/test/*.test.js
+		&& node scripts/build.mjs check && node --test build/test/*.test.js
 
 test-unit: setup
 	@$(PY) -m pytest -m unit $(PYTEST_ARGS)

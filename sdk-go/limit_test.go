@@ -4,6 +4,8 @@ package headwater
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,5 +230,50 @@ func TestWindowCountsPlacesAndRecordsThePeak(t *testing.T) {
 	}
 	if size, peak := w.size(); size != 4 || peak != 4 {
 		t.Fatalf("size %d peak %d", size, peak)
+	}
+}
+
+func TestFlushSaysWhetherEverythingFlushedWasAccepted(t *testing.T) {
+	tr := &fakeTransport{handler: func(n int, b sentBatch) (*Response, error) {
+		if n == 1 {
+			return &Response{Status: 200, Body: []byte(`{"accepted":1,"rejected":[{"index":1,"code":"invalid_properties","message":"m"}]}`)}, nil
+		}
+		return nil, nil
+	}}
+	c := newTestClient(t, tr)
+	_ = c.Track("page_view", nil)
+	_ = c.Track("page_view", nil)
+	if err := c.Flush(ctxTimeout(t, 10*time.Second)); !errors.Is(err, ErrDropped) {
+		t.Fatalf("a flush that saw a rejection: %v", err)
+	}
+	_ = c.Track("page_view", nil)
+	if err := c.Flush(ctxTimeout(t, 10*time.Second)); err != nil {
+		t.Fatalf("nothing lost since the previous flush: %v", err)
+	}
+}
+
+func TestDefaultReportingLogsEveryCodeWithCounts(t *testing.T) {
+	var lines []string
+	now := t0
+	r := newReporter()
+	r.now = func() time.Time { return now }
+	r.log = func(msg string, args ...any) { lines = append(lines, fmt.Sprint(append([]any{msg}, args...)...)) }
+	for i := 0; i < 5; i++ {
+		r.report(&EventRejectedError{Code: "invalid_properties"})
+	}
+	r.report(&BatchRejectedError{Code: "invalid_write_key", Status: 401, Count: 40}) // a second code is seen at once
+	if len(lines) != 2 {
+		t.Fatalf("lines: %q", lines)
+	}
+	now = now.Add(11 * time.Second)
+	r.report(&EventRejectedError{Code: "invalid_properties"})
+	if len(lines) != 3 || !strings.Contains(lines[2], "since_last_line4") {
+		t.Fatalf("the count since the previous line: %q", lines)
+	}
+	r.report(&BatchRejectedError{Code: "invalid_write_key", Status: 401, Count: 40})
+	r.report(&BatchRejectedError{Code: "invalid_write_key", Status: 401, Count: 40})
+	r.close()
+	if last := lines[len(lines)-1]; !strings.Contains(last, "events40") {
+		t.Fatalf("close logs what was not logged: %q", lines)
 	}
 }

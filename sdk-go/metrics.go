@@ -48,6 +48,8 @@ type counters struct {
 	retries      int64
 	batchesSent  int64
 	settled      int64
+	lostMark     int64 // accepted events lost (rejected or dropped) at the previous lossSinceLastCheck
+	lost         int64 // accepted events rejected or dropped so far
 	dropped      map[string]int64
 	changed      broadcast
 }
@@ -78,6 +80,7 @@ func (c *counters) settle(acknowledged, rejected int, reason string, dropped int
 	}
 	if accepted {
 		c.settled += int64(acknowledged + rejected + dropped)
+		c.lost += int64(rejected + dropped)
 		c.changed.notify()
 	}
 	c.mu.Unlock()
@@ -99,6 +102,15 @@ func (c *counters) waitSettled(ctx context.Context, target int64) bool {
 			return false
 		}
 	}
+}
+
+// lossSinceLastCheck is the accepted events rejected or dropped since the previous call (or the start).
+func (c *counters) lossSinceLastCheck() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.lost - c.lostMark
+	c.lostMark = c.lost
+	return n
 }
 
 func (c *counters) snapshot() Metrics {

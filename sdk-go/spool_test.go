@@ -86,7 +86,7 @@ func TestCorruptBatchFileIsQuarantinedAndCounted(t *testing.T) {
 	}
 	up := &fakeTransport{}
 	c2 := newTestClient(t, up, WithSpoolDir(dir))
-	mustFlush(t, c2)
+	mustSettleWithLoss(t, c2)
 	m := c2.Metrics()
 	if m.Dropped[ReasonSpoolCorrupt] != 5 || m.Acknowledged != 5 {
 		t.Fatalf("metrics %+v", m)

@@ -97,8 +97,11 @@ async function handle(cmd: Json): Promise<Json> {
       return init(cmd);
     case "track":
       return track(cmd);
-    case "flush":
-      return { settled: await current().flush({ timeoutMs }) };
+    case "flush": { // false also when events were lost: settled then means nothing is left waiting
+      const all = await current().flush({ timeoutMs });
+      const m = current().metrics();
+      return { settled: all || (m.queued === 0 && m.pendingEvents === 0) };
+    }
     case "close":
       return { delivered_all: await current().closeQuietly({ timeoutMs }) };
     case "outcomes": {

@@ -4,6 +4,7 @@ import { EventEmitter } from "node:events";
 import { Batcher } from "./batcher.js";
 import { buildConfig, type Config, type HeadwaterOptions, optionsFromEnv } from "./config.js";
 import { ConfigError, type DeliveryError, EventsDroppedError, InvalidEventError, UndeliveredError } from "./errors.js";
+import type { Codec } from "./compress.js";
 import { Dispatcher } from "./dispatcher.js";
 import { Gate } from "./gate.js";
 import { Window } from "./limit.js";
@@ -113,6 +114,11 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     const transport = cfg.transport ?? new HttpTransport(cfg.registryUrl.startsWith("https:"), 1, cfg.connectionMaxAgeMs);
     if (transport !== this.transport) this.extraTransports.push(transport);
     return new SchemaCache(cfg.registryUrl, transport, cfg.schemaRefreshMs, cfg.requestTimeoutMs);
+  }
+
+  /** The body's codec: `encoding` (zstd, or gzip where zstd is unavailable) and its `implementation`. */
+  codec(): Promise<Codec> {
+    return this.sender.codec;
   }
 
   /** This producer's id: persisted in the spool directory, else new for each client. */

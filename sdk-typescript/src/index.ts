@@ -20,4 +20,4 @@ export type { Metrics } from "./metrics.js";
 export type { DeliveryReport } from "./sender.js";
 export type { HttpRequest, HttpResponse, Transport } from "./transport.js";
 export { SDK_NAME, USER_AGENT, VERSION } from "./version.js";
-export { ZSTD_IMPLEMENTATION } from "./compress.js";
+export type { Codec } from "./compress.js";

@@ -1,7 +1,7 @@
 /** Delivering one batch: encode, compress, POST with retries, and turn the answer into an action on the store. */
 
 import type { Config } from "./config.js";
-import { compress } from "./compress.js";
+import { type Codec, codecFor } from "./compress.js";
 import { BatchRejectedError, EventRejectedError, RetryableStatusError, TransportError, type DeliveryError } from "./errors.js";
 import { splitBatchId } from "./ids.js";
 import type { Counters } from "./metrics.js";
@@ -61,8 +61,10 @@ export function split(batch: Batch): [Batch, Batch] {
 /** Sends batches to `{endpoint}/v1/batch`; counts and reports what happened. */
 export class Sender {
   private readonly url: string;
-  private readonly headers: Record<string, string>;
-  private readonly avroHeaders: Record<string, string>;
+  /** The body's codec, chosen once (zstd may fall back to gzip: see compress.ts). */
+  readonly codec: Promise<Codec>;
+  private headers: Record<string, string> = {};
+  private avroHeaders: Record<string, string> = {};
   private readonly firstSent = new Map<string, number>(); // batch id -> sent_at of its first send
 
   constructor(
@@ -76,13 +78,12 @@ export class Sender {
     private readonly schemas: SchemaCache | undefined,
   ) {
     this.url = `${cfg.endpoint.replace(/\/+$/, "")}/v1/batch`;
-    this.headers = {
-      "Content-Type": JSON_TYPE,
-      "Content-Encoding": cfg.compression,
-      Authorization: `Bearer ${cfg.writeKey}`,
-      "User-Agent": USER_AGENT,
-    };
-    this.avroHeaders = { ...this.headers, "Content-Type": AVRO_TYPE };
+    this.codec = codecFor(cfg.compression).then((codec) => {
+      this.headers = { "Content-Type": JSON_TYPE, "Content-Encoding": codec.encoding, Authorization: `Bearer ${cfg.writeKey}`,
+        "User-Agent": USER_AGENT };
+      this.avroHeaders = { ...this.headers, "Content-Type": AVRO_TYPE };
+      return codec;
+    });
   }
 
   /**
@@ -162,8 +163,9 @@ export class Sender {
   /** The compressed body: JSON, or the Avro fast path with each event framed with its registered schema. */
   private async encode(batch: Batch, sentAt: number): Promise<Encoded> {
     const all = batch.events.map((_e, i) => i);
+    const codec = await this.codec;
     if (this.schemas === undefined) {
-      return { body: compress(jsonBody(batch, sentAt), this.cfg.compression), contentType: JSON_TYPE, sentIndex: all, localRejects: [] };
+      return { body: codec.compress(jsonBody(batch, sentAt)), contentType: JSON_TYPE, sentIndex: all, localRejects: [] };
     }
     const events: Buffer[] = [];
     const sentIndex: number[] = [];
@@ -191,7 +193,7 @@ export class Sender {
       }
     }
     const body = avroBatchBody(batch.batchId, sentAt, SDK_NAME, VERSION, events);
-    return { body: compress(body, this.cfg.compression), contentType: AVRO_TYPE, sentIndex, localRejects };
+    return { body: codec.compress(body), contentType: AVRO_TYPE, sentIndex, localRejects };
   }
 
   private answered(batch: Batch, encoded: Encoded, resp: HttpResponse): Action {

@@ -2,6 +2,7 @@
 
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { gunzipSync } from "node:zlib";
 import { buildConfig, optionsFromEnv } from "../src/config.js";
 import { ConfigError, InvalidEventError } from "../src/errors.js";
 import { checkEventType, encodeEvent, encodeProperties } from "../src/event.js";
@@ -142,5 +143,26 @@ describe("spool file format", () => {
     assert.deepEqual(decodeState(Buffer.from(`{"producer_id": "${PID}", "next_seq": 42, "crc": 3009037849}`)), [PID, 42]);
     assert.deepEqual(decodeState(encodeState(PID, 9)), [PID, 9]);
     assert.throws(() => decodeState(Buffer.from(`{"producer_id": "${PID}", "next_seq": 43, "crc": 3009037849}`)), CorruptFileError);
+  });
+});
+
+describe("zstd where install scripts are off", () => {
+  it("falls back to gzip, says so once, and prefers zlib's zstd where the runtime has it", async () => {
+    const { chooseZstd } = await import("../src/compress.js");
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => { warnings.push(w.message); };
+    process.on("warning", onWarning);
+    try {
+      const gzip = await chooseZstd(undefined, () => Promise.reject(new Error("Cannot find module 'zstd-napi.node'")));
+      assert.equal(gzip.encoding, "gzip");
+      assert.equal(gzip.implementation, "zlib-gzip");
+      assert.deepEqual(gunzipSync(gzip.compress(Buffer.from("abc"))), Buffer.from("abc"));
+      await new Promise((r) => setImmediate(r));
+      assert.ok(warnings.some((m) => m.includes("sending gzip instead")), warnings.join("; "));
+      const native = await chooseZstd((b) => Buffer.concat([Buffer.from("z"), b]), () => Promise.reject(new Error("unused")));
+      assert.equal(native.implementation, "zlib");
+    } finally {
+      process.off("warning", onWarning);
+    }
   });
 });

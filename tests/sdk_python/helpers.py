@@ -49,6 +49,13 @@ def error(status: int, code: str = "err", retry_after: str | None = None) -> Res
     return Response(status, headers, json.dumps({"code": code, "message": code}).encode())
 
 
+def settles_with_loss(client: headwater.Client, timeout_s: float = 10.0) -> bool:
+    """True if `flush()` reports a loss (False) while nothing is left pending: the events settled, some lost."""
+    flushed = client.flush(timeout_s)
+    m = client.metrics()
+    return not flushed and m.queued == 0 and m.pending_events == 0
+
+
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0) -> bool:
     """Poll `predicate` (every 5 ms) until it holds; False if `timeout_s` passed first."""
     deadline = time.monotonic() + timeout_s

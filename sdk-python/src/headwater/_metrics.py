@@ -59,6 +59,7 @@ class Counters:
         self.batches_sent = 0
         self.settled = 0
         self.dropped: dict[str, int] = {}
+        self._lost_mark = 0  # accepted events lost (rejected or dropped) at the previous check
 
     def add(self, name: str, n: int = 1) -> None:
         """Add `n` to the counter `name`."""
@@ -76,6 +77,13 @@ class Counters:
                 n += count
             self.settled += n
             self.settled_cond.notify_all()
+
+    def no_loss_since_last_check(self) -> bool:
+        """True if no accepted event was rejected or dropped since the previous call (or the start)."""
+        with self.lock:
+            lost = self.settled - self.acknowledged
+            none, self._lost_mark = lost == self._lost_mark, lost
+            return none
 
     def snapshot(self, queued: int, enqueued: int, store: tuple[int, int, int], window: int) -> Metrics:
         """A frozen copy of the counters, with the queue's figures, the store's (batches, events, bytes) and the

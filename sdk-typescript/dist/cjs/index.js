@@ -1,0 +1,25 @@
+"use strict";
+/** Headwater's Node.js SDK: the public API (everything else is internal). */
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.VERSION = exports.USER_AGENT = exports.SDK_NAME = exports.UndeliveredError = exports.TransportError = exports.SpoolLockedError = exports.RetryableStatusError = exports.InvalidEventError = exports.HeadwaterError = exports.EventsDroppedError = exports.EventRejectedError = exports.DeliveryError = exports.ConfigError = exports.BatchRejectedError = exports.envName = exports.DEFAULTS = exports.Headwater = void 0;
+var client_js_1 = require("./client.js");
+Object.defineProperty(exports, "Headwater", { enumerable: true, get: function () { return client_js_1.Headwater; } });
+var config_js_1 = require("./config.js");
+Object.defineProperty(exports, "DEFAULTS", { enumerable: true, get: function () { return config_js_1.DEFAULTS; } });
+Object.defineProperty(exports, "envName", { enumerable: true, get: function () { return config_js_1.envName; } });
+var errors_js_1 = require("./errors.js");
+Object.defineProperty(exports, "BatchRejectedError", { enumerable: true, get: function () { return errors_js_1.BatchRejectedError; } });
+Object.defineProperty(exports, "ConfigError", { enumerable: true, get: function () { return errors_js_1.ConfigError; } });
+Object.defineProperty(exports, "DeliveryError", { enumerable: true, get: function () { return errors_js_1.DeliveryError; } });
+Object.defineProperty(exports, "EventRejectedError", { enumerable: true, get: function () { return errors_js_1.EventRejectedError; } });
+Object.defineProperty(exports, "EventsDroppedError", { enumerable: true, get: function () { return errors_js_1.EventsDroppedError; } });
+Object.defineProperty(exports, "HeadwaterError", { enumerable: true, get: function () { return errors_js_1.HeadwaterError; } });
+Object.defineProperty(exports, "InvalidEventError", { enumerable: true, get: function () { return errors_js_1.InvalidEventError; } });
+Object.defineProperty(exports, "RetryableStatusError", { enumerable: true, get: function () { return errors_js_1.RetryableStatusError; } });
+Object.defineProperty(exports, "SpoolLockedError", { enumerable: true, get: function () { return errors_js_1.SpoolLockedError; } });
+Object.defineProperty(exports, "TransportError", { enumerable: true, get: function () { return errors_js_1.TransportError; } });
+Object.defineProperty(exports, "UndeliveredError", { enumerable: true, get: function () { return errors_js_1.UndeliveredError; } });
+var version_js_1 = require("./version.js");
+Object.defineProperty(exports, "SDK_NAME", { enumerable: true, get: function () { return version_js_1.SDK_NAME; } });
+Object.defineProperty(exports, "USER_AGENT", { enumerable: true, get: function () { return version_js_1.USER_AGENT; } });
+Object.defineProperty(exports, "VERSION", { enumerable: true, get: function () { return version_js_1.VERSION; } });

@@ -1,0 +1,5 @@
+/** Headwater's Node.js SDK: the public API (everything else is internal). */
+export { Headwater } from "./client.js";
+export { DEFAULTS, envName } from "./config.js";
+export { BatchRejectedError, ConfigError, DeliveryError, EventRejectedError, EventsDroppedError, HeadwaterError, InvalidEventError, RetryableStatusError, SpoolLockedError, TransportError, UndeliveredError, } from "./errors.js";
+export { SDK_NAME, USER_AGENT, VERSION } from "./version.js";
