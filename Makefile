@@ -8,23 +8,29 @@ PYTEST_ARGS ?=
 PYTEST_DURATIONS ?= --durations=25
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-.PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
+.PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
-	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules
+	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls
 
 setup:
 	@bash stack/setup.sh
+	@$(MAKE) --no-print-directory native
+
+# The gateway's compiled Avro reader (gateway/_avro_fast.c), built in place; the gateway runs without it (slower).
+native:
+	@$(PY) -c "from setuptools import Extension, setup; setup(name='headwater-native', script_args=['-q', \
+		'build_ext', '--inplace'], ext_modules=[Extension('gateway._avro_fast', ['gateway/_avro_fast.c'])])"
 
 # TOPOLOGY=cluster (or HEADWATER_TOPOLOGY=cluster): 3 brokers, 2 registries, GATEWAYS gateways behind HAProxy
-# (docs/cluster.md). Default: the single-node stack.
+# (docs/cluster.md). Default: the single-node stack; each count can be set on its own (docs/local-stack.md, "Topology").
 TOPOLOGY ?= $(HEADWATER_TOPOLOGY)
 export HEADWATER_TOPOLOGY := $(TOPOLOGY)
 ifdef GATEWAYS
 export GATEWAYS
 endif
-SETUP_TOPOLOGY := setup $(if $(filter cluster,$(TOPOLOGY)),setup-haproxy)
+SETUP_TOPOLOGY := setup $(if $(filter cluster,$(TOPOLOGY))$(GATEWAYS)$(HEADWATER_REGISTRIES),setup-haproxy)
 
-# HAProxy (Debian package) for the cluster profile only.
+# HAProxy (Debian package), for several gateways or registries only.
 setup-haproxy:
 	@bash stack/setup-haproxy.sh
 
@@ -39,7 +45,7 @@ status: setup
 
 demo: $(SETUP_TOPOLOGY)
 	@$(PY) -m stack up
-	@$(PY) -m stack.demo
+	@$(PY) -m demo
 
 lint: setup
 	@$(VENV)/bin/ruff check .
@@ -92,6 +98,10 @@ chaos-cluster: setup setup-haproxy
 bench-replication: setup setup-haproxy
 	@$(PY) -m bench.replication
 
+# Not a test: gateway and HAProxy CPU per event over plain HTTP and over TLS, alternating rounds (docs/security.md).
+bench-tls: setup setup-haproxy
+	@$(PY) -m bench.tls
+
 # Fault 5 of issue 18 (tests/cluster/test_spark_cluster.py): the pipeline on a Spark standalone cluster, its worker
 # killed with SIGKILL mid-batch while 3 SDK producers send >= 30,000 events; replay must equal the streaming outputs.
 chaos-spark: setup
@@ -120,7 +130,7 @@ benchmarks-doc: setup
 
 # What spark-submit takes: dist/pipeline/headwater_pipeline.zip, its entry file, requirements.txt.
 pipeline-artifact: setup
-	@$(PY) -m stack.pipeline_artifact
+	@$(PY) -m deploy.pipeline_artifact
 
 clean: down
 	rm -rf .headwater/data .headwater/logs .headwater/run

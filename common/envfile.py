@@ -8,10 +8,14 @@ from pathlib import Path
 
 
 def write_env(path: Path, values: Mapping[str, str]) -> None:
-    """Write atomically, so a reader never sees half a file."""
+    """Write atomically (a reader never sees half a file), readable by its owner only (mode 0600: an env file
+    may hold a write key), whatever the umask and whatever mode an older file had."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        os.fchmod(out.fileno(), 0o600)  # a .tmp left by an older writer may have had a wider mode
+        out.write("".join(f"{k}={v}\n" for k, v in values.items()))
     os.replace(tmp, path)
 
 

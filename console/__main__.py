@@ -18,8 +18,11 @@ def main() -> int:
     except ConfigError as exc:
         print(f"console: configuration: {exc}", file=sys.stderr)
         return 2
-    print(f"console on http://{cfg.host}:{cfg.port}/ (gateways {', '.join(cfg.gateways)})", flush=True)
-    web.run_app(make_app(cfg), host=cfg.host, port=cfg.port, print=None)
+    scheme = "https" if cfg.tls else "http"
+    print(f"console on {scheme}://{cfg.host}:{cfg.port}/ (gateways {', '.join(cfg.gateways)}; "
+          f"{'users from ' + cfg.users_file if cfg.users_file else 'no authentication: loopback only'})", flush=True)
+    web.run_app(make_app(cfg), host=cfg.host, port=cfg.port, print=None,
+                ssl_context=cfg.tls.context() if cfg.tls else None)
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 
+from console.auth import auth_middleware, outgoing_tls
 from console.config import ConsoleConfig
 from console.kafka_view import KafkaFigures, KafkaView
 from console.pipeline_files import LossAudit, checkpoint_offsets, lag, read_loss_audit
@@ -54,6 +56,10 @@ class Console:
     health: dict[str, Any] = field(default_factory=dict)
     exported: Exported = field(default_factory=Exported)
     audit_at: float = 0.0
+    tls: tuple[ssl.SSLContext, ssl.SSLContext] = field(init=False)  # checks https gateways, https registry
+
+    def __post_init__(self) -> None:
+        self.tls = outgoing_tls(self.cfg)
 
     async def sample(self, http: aiohttp.ClientSession) -> None:
         loop = asyncio.get_running_loop()
@@ -75,7 +81,7 @@ class Console:
         health: dict[str, str] = {}
         for url in self.cfg.gateways:
             try:
-                async with http.get(url + "/metrics") as resp:
+                async with http.get(url + "/metrics", ssl=self.tls[0]) as resp:
                     text = await resp.text()
                     if resp.status != 200:
                         raise RuntimeError(f"HTTP {resp.status}")
@@ -87,7 +93,7 @@ class Console:
 
     async def _registry(self, http: aiohttp.ClientSession) -> str:
         try:
-            async with http.get(self.cfg.registry_url + "/ready") as resp:
+            async with http.get(self.cfg.registry_url + "/ready", ssl=self.tls[1]) as resp:
                 return "ok" if resp.status == 200 else f"HTTP {resp.status}"
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}"
@@ -154,7 +160,8 @@ async def security_headers(request: web.Request, handler: Any) -> web.StreamResp
 
 
 def make_app(cfg: ConsoleConfig, kafka: KafkaView | None = None) -> web.Application:
-    app = web.Application(middlewares=[security_headers])
+    auth = [auth_middleware(cfg.users_file)] if cfg.users_file else []
+    app = web.Application(middlewares=[*auth, security_headers])
     app[CONSOLE] = Console(cfg, kafka or KafkaView(cfg))
     app.router.add_get("/", index)
     app.router.add_get("/api/snapshot", snapshot)

@@ -20,8 +20,7 @@ from pathlib import Path
 from common.envfile import read_env, write_env
 from loadtest import run as loadrun
 from loadtest.gateway_proc import cpu_seconds, private_gateway
-from loadtest.settings import DEFAULT_STACK_ENV
-from stack.config import REPO_ROOT
+from loadtest.settings import DEFAULT_STACK_ENV, REPO_ROOT
 
 RESULTS_DIR = REPO_ROOT / "loadtest" / "results"
 

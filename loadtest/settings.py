@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.envfile import read_env
-from stack.config import REPO_ROOT
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STACK_ENV = REPO_ROOT / ".headwater" / "stack.env"
 DEFAULT_RUNS_DIR = REPO_ROOT / ".headwater" / "loadtest"
 SHAPES = ("soak", "ramp", "spike", "steps")

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         file_env = read_env(args.env_file) if args.env_file.is_file() else {}
-        cfg = PipelineConfig.from_env({**file_env, **os.environ})
+        cfg = PipelineConfig.from_env({**file_env, **os.environ}, "RULES" if args.command == "rules" else "PIPELINE")
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2

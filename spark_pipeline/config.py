@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+
+from common.basic_auth import AuthConfigError
+from common.kafka_security import KafkaSecurity, KafkaSecurityError
+from common.registry_access import RegistryAccess
 
 # A Hadoop file system URI: hdfs://namenode:8020/x, s3a://bucket/x, file:/x, file:///x.
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
@@ -44,6 +48,14 @@ class PipelineConfig:
     console: bool = False
     starting_offsets: str = "earliest"
     loss_grace: str | None = None
+    # Credentials (common/kafka_security.py, common/registry_access.py): the pipeline's own, or with the
+    # component RULES, the rule administrator's (`rules` commands), each from HEADWATER_<COMPONENT>_... first.
+    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    registry_access: RegistryAccess = field(default_factory=RegistryAccess)
+
+    def spark_kafka(self) -> dict[str, str]:
+        """The Kafka connector's options that say where Kafka is and how to authenticate to it."""
+        return {"kafka.bootstrap.servers": self.bootstrap, **self.kafka_security.spark_options()}
 
     @property
     def checkpoint_dir(self) -> str:
@@ -57,9 +69,14 @@ class PipelineConfig:
         return replace(self, **changes)  # type: ignore[arg-type]
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> PipelineConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None, component: str = "PIPELINE") -> PipelineConfig:
         """Read HEADWATER_* / KAFKA_BOOTSTRAP / REGISTRY_URL (the names stack.env uses); defaults otherwise."""
         env = os.environ if env is None else env
+        try:
+            security = KafkaSecurity.from_env(env, component)
+            access = RegistryAccess.from_env(env, component)
+        except (KafkaSecurityError, AuthConfigError) as exc:
+            raise ConfigError(str(exc)) from None
         d = cls()
 
         def get(name: str, default: str) -> str:
@@ -84,6 +101,8 @@ class PipelineConfig:
             console=get("HEADWATER_CONSOLE", "0") in ("1", "true", "yes"),
             starting_offsets=get("HEADWATER_STARTING_OFFSETS", d.starting_offsets),
             loss_grace=_duration(env, "HEADWATER_LOSS_GRACE", lateness),
+            kafka_security=security,
+            registry_access=access,
         )
         return cfg
 

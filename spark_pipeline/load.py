@@ -14,6 +14,7 @@ from pyspark.sql.avro.functions import to_avro
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+from common.kafka_security import KafkaSecurity
 from spark_pipeline.config import join
 
 _TS = {"type": "long", "logicalType": "timestamp-millis"}
@@ -63,7 +64,8 @@ def parquet_sink(df: DataFrame, path: str, partition_by: list[str]) -> DataStrea
     return df.writeStream.format("parquet").outputMode("append").option("path", path).partitionBy(*partition_by)
 
 
-def live_aggregates_sink(df: DataFrame, bootstrap: str, topic: str, schema_id: int) -> DataStreamWriter:
+def live_aggregates_sink(df: DataFrame, bootstrap: str, topic: str, schema_id: int,
+                         security: KafkaSecurity | None = None) -> DataStreamWriter:
     """Update mode into the aggregates topic with Spark's Kafka sink.
 
     At least once: after a crash the last batch may be re-sent with the same values, an idempotent upsert
@@ -71,7 +73,8 @@ def live_aggregates_sink(df: DataFrame, bootstrap: str, topic: str, schema_id: i
     doubled the live query's batch time.
     """
     return (aggregate_records(df, schema_id).writeStream.format("kafka").outputMode("update")
-            .option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+            .option("kafka.bootstrap.servers", bootstrap).options(**(security or KafkaSecurity()).spark_options())
+            .option("topic", topic)
             .option("kafka.enable.idempotence", "true").option("kafka.acks", "all"))
 
 

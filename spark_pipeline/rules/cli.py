@@ -91,19 +91,19 @@ def session() -> SparkSession:
 def live_views(spark: SparkSession, cfg: PipelineConfig, rules: dict[str, Rule], *, streaming: bool = True,
                since_ms: int | None = None) -> None:
     """Register the functions and the views (streaming, or a batch from `since_ms`) in `spark`."""
-    registry = RegistryClient(cfg.registry_url)
+    registry = RegistryClient.of(cfg.registry_url, cfg.registry_access)
     snapshot = take_snapshot(registry, cfg.subject_prefix)
     inventory = enrich.read_inventory(spark, cfg.nodes_file)
     events = pipeline_events(spark, cfg, snapshot, inventory, streaming=streaming, since_ms=since_ms)
     register_functions(spark)
     register_views(spark, events, snapshot, rules, bootstrap=cfg.bootstrap, subject_prefix=cfg.subject_prefix,
-                   lateness=cfg.lateness, registry=registry)
+                   lateness=cfg.lateness, registry=registry, security=cfg.kafka_security)
 
 
 def apply(cfg: PipelineConfig, path: Path, name: str | None) -> int:
     sql = read_sql(path)
     name = model.check_name(name or path.stem)
-    rules_store = store.RuleStore(cfg.bootstrap)
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
     try:
         rules = rules_store.latest_rules()
         previous = rules.get(name)
@@ -117,8 +117,10 @@ def apply(cfg: PipelineConfig, path: Path, name: str | None) -> int:
         spark = session()
         live_views(spark, cfg, {n: r for n, r in rules.items() if n != name})
         analysis = analyse(spark, sql)
-        schema_id = output.register_output(RegistryClient(cfg.registry_url), name, analysis.schema)
-        store.ensure_output_topic(cfg.bootstrap, name, compacted=bool(analysis.aggregation))
+        schema_id = output.register_output(RegistryClient.of(cfg.registry_url, cfg.registry_access), name,
+                                           analysis.schema)
+        store.ensure_output_topic(cfg.bootstrap, name, compacted=bool(analysis.aggregation),
+                                  security=cfg.kafka_security)
         rule = Rule(name, sql, (previous.version + 1) if previous else 1, int(time.time() * 1000),
                     f"{getpass.getuser()}@{socket.gethostname()}", schema_id, analysis.key_columns,
                     analysis.aggregation, analysis.output_mode)
@@ -154,7 +156,7 @@ def _status_line(status: RuleStatus | None, rule: Rule) -> str:
 
 
 def list_rules(cfg: PipelineConfig) -> int:
-    rules_store = store.RuleStore(cfg.bootstrap)
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
     try:
         rules, statuses = rules_store.latest_rules(), rules_store.statuses()
     finally:
@@ -170,7 +172,7 @@ def list_rules(cfg: PipelineConfig) -> int:
 
 
 def show(cfg: PipelineConfig, name: str) -> int:
-    rules_store = store.RuleStore(cfg.bootstrap)
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
     try:
         rule = rules_store.latest_rules().get(model.check_name(name))
         status = rules_store.statuses().get(name)
@@ -184,7 +186,8 @@ def show(cfg: PipelineConfig, name: str) -> int:
           f"{', '.join(rule.key_columns) or 'nothing'}")
     print(f"output: topic {rule.topic}, subject {rule.subject}, schema id {rule.output_schema_id}")
     if rule.output_schema_id is not None:
-        got = RegistryClient(cfg.registry_url).call("GET", f"/schemas/ids/{rule.output_schema_id}")
+        got = RegistryClient.of(cfg.registry_url, cfg.registry_access).call(
+            "GET", f"/schemas/ids/{rule.output_schema_id}")
         print(f"schema: {got.get('schema') if isinstance(got, dict) else got}")
     print(_status_line(status, rule))
     print("sql:")
@@ -193,7 +196,7 @@ def show(cfg: PipelineConfig, name: str) -> int:
 
 
 def delete(cfg: PipelineConfig, name: str) -> int:
-    rules_store = store.RuleStore(cfg.bootstrap)
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
     try:
         if model.check_name(name) not in rules_store.latest_rules():
             print(f"no rule {name}", file=sys.stderr)
@@ -209,7 +212,7 @@ def test(cfg: PipelineConfig, path: Path, minutes: int, rows: int) -> int:
     if minutes <= 0 or rows <= 0:
         raise RuleError(model.ANALYSIS_ERROR, None, "--minutes and --rows must be positive")
     sql = read_sql(path)
-    rules_store = store.RuleStore(cfg.bootstrap)
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
     try:
         rules = rules_store.latest_rules()
     finally:

@@ -47,7 +47,7 @@ class SparkLauncher:
         self.spark = spark
         self.cfg = cfg.with_overrides(starting_offsets=starting_offsets)
         self.trigger = trigger
-        self.registry = RegistryClient(cfg.registry_url)
+        self.registry = RegistryClient.of(cfg.registry_url, cfg.registry_access)
 
     def frame(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> DataFrame:
         """The rule's result, a streaming DataFrame in a session of its own."""
@@ -58,7 +58,7 @@ class SparkLauncher:
         others = {name: r for name, r in rules.items() if name != rule.name}
         views.register_views(session, enriched, snapshot, others, bootstrap=self.cfg.bootstrap,
                              subject_prefix=self.cfg.subject_prefix, lateness=self.cfg.lateness,
-                             registry=self.registry)
+                             registry=self.registry, security=self.cfg.kafka_security)
         return session.sql(rule.sql)
 
     def output_schema(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> StructType:
@@ -69,7 +69,8 @@ class SparkLauncher:
         if rule.output_schema_id is None:
             raise ValueError(f"rule {rule.name} has no output schema: apply it again")
         # `rules apply` created it; again here in case it was deleted since (Kafka's auto-creation is off).
-        store.ensure_output_topic(self.cfg.bootstrap, rule.name, compacted=rule.aggregation)
+        store.ensure_output_topic(self.cfg.bootstrap, rule.name, compacted=rule.aggregation,
+                                  security=self.cfg.kafka_security)
         location = checkpoint(self.cfg, rule)
         fs, path = hadoop_path(self.spark, location)
         fresh = not fs.exists(path) and self.older_versions(rule)
@@ -78,7 +79,7 @@ class SparkLauncher:
         df = self.frame(rule, snapshot, rules)
         records = output.encode_columns(df, rule.output_schema_id, rule.key_columns)
         writer = (records.writeStream.format("kafka").queryName(query_name(rule))
-                  .option("kafka.bootstrap.servers", self.cfg.bootstrap).option("topic", rule.topic)
+                  .options(**self.cfg.spark_kafka()).option("topic", rule.topic)
                   .option("kafka.enable.idempotence", "true").option("kafka.acks", "all")
                   .option("checkpointLocation", location).trigger(processingTime=self.trigger))
         # The mode the analysis chose: aggregations in update mode (a window re-emitted as it grows, keyed: the

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
+from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules.launch import SparkLauncher
@@ -31,9 +32,9 @@ log = logging.getLogger("spark_pipeline.rules")
 class KafkaWatermarks:
     """High watermarks of topic partitions, each asked of the broker at most once per `max_age_s`."""
 
-    def __init__(self, bootstrap: str, max_age_s: float = 1.0) -> None:
-        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "headwater-rules-lag",
-                                   "enable.auto.commit": False})
+    def __init__(self, bootstrap: str, max_age_s: float = 1.0, security: KafkaSecurity | None = None) -> None:
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, **(security or KafkaSecurity()).librdkafka(),
+                                   "group.id": "headwater-rules-lag", "enable.auto.commit": False})
         self._max_age_s = max_age_s
         self._cache: dict[tuple[str, int], tuple[float, int]] = {}
         self._lock = threading.Lock()
@@ -84,8 +85,8 @@ def enabled(env: Mapping[str, str]) -> bool:
 def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, str],
                   settings: Settings | None = None) -> RuleManager:
     """Start the rule manager's thread for the pipeline `cfg` (creates the rule topics if missing)."""
-    store = RuleStore(cfg.bootstrap)
-    registry = RegistryClient(cfg.registry_url)
+    store = RuleStore(cfg.bootstrap, security=cfg.kafka_security)
+    registry = RegistryClient.of(cfg.registry_url, cfg.registry_access)
 
     def snapshot(bad: frozenset[int]) -> SchemaSnapshot:
         return take_snapshot(registry, cfg.subject_prefix, bad)
@@ -93,8 +94,9 @@ def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, st
     trigger = env.get("HEADWATER_RULE_TRIGGER", "").strip() or cfg.live_trigger
     offsets = env.get("HEADWATER_RULE_STARTING_OFFSETS", "").strip() or "latest"
     launcher = SparkLauncher(spark, cfg, trigger, offsets)
-    follower = TopicFollower(cfg.bootstrap, RULES_TOPIC, Rule.from_json)
-    manager = RuleManager(follower, launcher, store, snapshot, watermarks=KafkaWatermarks(cfg.bootstrap),
+    follower = TopicFollower(cfg.bootstrap, RULES_TOPIC, Rule.from_json, security=cfg.kafka_security)
+    manager = RuleManager(follower, launcher, store, snapshot,
+                          watermarks=KafkaWatermarks(cfg.bootstrap, security=cfg.kafka_security),
                           settings=settings or settings_from_env(env, cfg))
     log.info("rule manager: following %s (new rules start from the %s offsets)", RULES_TOPIC, offsets)
     return manager.start()

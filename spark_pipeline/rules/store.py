@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from common.kafka_security import KafkaSecurity
 from spark_pipeline.rules.model import (
     RULES_TOPIC,
     STATUS_TOPIC,
@@ -40,17 +41,21 @@ class StoreError(RuntimeError):
     """Kafka refused or timed out a read or a write of the rule topics; the message says which."""
 
 
-def _cluster(bootstrap: str, timeout_s: float) -> tuple[AdminClient, Any]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def _client(bootstrap: str, security: KafkaSecurity | None, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": bootstrap, **(security or KafkaSecurity()).librdkafka(), **extra}
+
+
+def _cluster(bootstrap: str, timeout_s: float, security: KafkaSecurity | None = None) -> tuple[AdminClient, Any]:
+    admin = AdminClient(_client(bootstrap, security))
     try:
         return admin, admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
         raise StoreError(f"cannot reach Kafka at {bootstrap}: {exc}") from None
 
 
-def ensure_topics(bootstrap: str, timeout_s: float = 30.0) -> list[str]:
+def ensure_topics(bootstrap: str, timeout_s: float = 30.0, security: KafkaSecurity | None = None) -> list[str]:
     """Create RULES_TOPIC and STATUS_TOPIC if missing (compacted, one partition); return the names created."""
-    admin, meta = _cluster(bootstrap, timeout_s)
+    admin, meta = _cluster(bootstrap, timeout_s, security)
     missing = [t for t in (RULES_TOPIC, STATUS_TOPIC) if t not in meta.topics]
     if not missing:
         return []
@@ -71,11 +76,11 @@ def ensure_topics(bootstrap: str, timeout_s: float = 30.0) -> list[str]:
 
 
 def ensure_output_topic(bootstrap: str, name: str, *, compacted: bool, partitions: int = OUTPUT_PARTITIONS,
-                        timeout_s: float = 30.0) -> bool:
+                        timeout_s: float = 30.0, security: KafkaSecurity | None = None) -> bool:
     """Create rule `name`'s output topic if missing (compacted for an aggregation, whose records are upserts by
     key; else kept OUTPUT_RETENTION_MS); whether it was created."""
     topic = output_topic(name)
-    admin, meta = _cluster(bootstrap, timeout_s)
+    admin, meta = _cluster(bootstrap, timeout_s, security)
     if topic in meta.topics:
         return False
     config = {"cleanup.policy": "compact"} if compacted else {"cleanup.policy": "delete",
@@ -100,14 +105,15 @@ class TopicFollower(Generic[T]):
     reading up to the end offset the broker reports at the time of the call.
     """
 
-    def __init__(self, bootstrap: str, topic: str, parse: Callable[[bytes], T], timeout_s: float = 30.0) -> None:
+    def __init__(self, bootstrap: str, topic: str, parse: Callable[[bytes], T], timeout_s: float = 30.0,
+                 security: KafkaSecurity | None = None) -> None:
         self.topic = topic
         self.parse = parse
         self.timeout_s = timeout_s
         self.latest: dict[str, T] = {}
-        self._consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"headwater-rules-{uuid.uuid4().hex}",
-            "enable.auto.commit": False, "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+        self._consumer = Consumer(_client(
+            bootstrap, security, **{"group.id": f"headwater-rules-{uuid.uuid4().hex}", "enable.auto.commit": False,
+                                    "isolation.level": "read_committed", "auto.offset.reset": "earliest"}))
         self._partition = TopicPartition(topic, 0, OFFSET_BEGINNING)
         self._consumer.assign([self._partition])
         self._position = 0
@@ -152,16 +158,18 @@ class TopicFollower(Generic[T]):
 class RuleStore:
     """The rules and statuses of one pipeline (one Kafka cluster): read the latest, write, delete."""
 
-    def __init__(self, bootstrap: str, timeout_s: float = 30.0, create: bool = True) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float = 30.0, create: bool = True,
+                 security: KafkaSecurity | None = None) -> None:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
+        self.security = security
         if create:
-            ensure_topics(bootstrap, timeout_s)
-        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+            ensure_topics(bootstrap, timeout_s, security)
+        self._producer = Producer({**_client(bootstrap, security), "acks": "all", "enable.idempotence": True,
                                    "linger.ms": 0})
 
     def _latest(self, topic: str, parse: Callable[[bytes], T]) -> dict[str, T]:
-        follower = TopicFollower(self.bootstrap, topic, parse, self.timeout_s)
+        follower = TopicFollower(self.bootstrap, topic, parse, self.timeout_s, self.security)
         try:
             follower.read_to_end()
             return dict(follower.latest)

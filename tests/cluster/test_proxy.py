@@ -7,11 +7,11 @@ import uuid
 
 import pytest
 
-from stack.cluster.topology import Cluster
+from stack.launcher import Stack
 from stack.topics import EVENTS_TOPIC
 from tests.cluster.fleet import Fleet
 from tests.gateway.helpers import batch, dumps, json_headers, page_view, zstd
-from tests.kafka_helpers import consume_all, end_offsets
+from tests.support.kafka import consume_all, end_offsets
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 CLIENT = "127.0.0.3"  # the test client's own loopback address, distinct from HAProxy's 127.0.0.2
@@ -35,7 +35,7 @@ def _client_ip(env: dict[str, str], marker: str, start: dict[int, int]) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def test_forwarded_for_is_believed_from_haproxy_only(cluster: tuple[Cluster, dict[str, str]]) -> None:
+def test_forwarded_for_is_believed_from_haproxy_only(cluster: tuple[Stack, dict[str, str]]) -> None:
     profile, env = cluster
     via_lb, direct = uuid.uuid4().hex, uuid.uuid4().hex
     start = end_offsets(env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
@@ -47,7 +47,7 @@ def test_forwarded_for_is_believed_from_haproxy_only(cluster: tuple[Cluster, dic
     assert _client_ip(env, direct, start) == CLIENT  # not 6.6.6.6: the client itself is no trusted proxy
 
 
-def test_haproxy_reload_under_load_drops_nothing(cluster: tuple[Cluster, dict[str, str]]) -> None:
+def test_haproxy_reload_under_load_drops_nothing(cluster: tuple[Stack, dict[str, str]]) -> None:
     """A master-worker reload (SIGUSR2) mid-load: the old worker finishes its connections, SDKs see only 200s."""
     profile, env = cluster
     master = profile.haproxy.process.pid()

@@ -3,7 +3,6 @@ on its path: the console script answers --help, and a real start serves requests
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import time
@@ -18,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from common.registry_client import RegistryClient
 from tests.packaging.installs import Installed, free_port, install, stop, wait_http_200
+from tests.support.keys import key_entry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # includes a pip install per venv
 WRITE_KEY = "hw_packaging-test-key-0123456789abcdefghijklmnop"
@@ -53,7 +53,7 @@ def test_the_installed_gateway_starts_and_commits_a_batch(gateway_venv: Installe
     env = gateway_venv.env({
         "KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url, "HEADWATER_GATEWAY_PORT": str(port),
         "HEADWATER_GATEWAY_WORKERS": "1", "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"pkg-{uuid.uuid4()}",
-        "HEADWATER_GATEWAY_WRITE_KEYS": f"pkg:{hashlib.sha256(WRITE_KEY.encode()).hexdigest()}",
+        "HEADWATER_GATEWAY_WRITE_KEYS": key_entry(WRITE_KEY, "pkg"),
     })
     with open(tmp_path / "gateway.log", "wb") as log:
         proc = subprocess.Popen([str(gateway_venv.bin("headwater-gateway"))], cwd=gateway_venv.workdir, env=env,

@@ -15,8 +15,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[at
 from common.envfile import read_env
 from stack.config import REPO_ROOT
 from stack.topics import AGGREGATES_TOPIC, DEADLETTER_TOPIC, EVENTS_TOPIC, SCHEMAS_TOPIC
-from tests.conftest import free_port
-from tests.kafka_helpers import consume_all, values
+from tests.support.kafka import consume_all, values
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -108,10 +108,13 @@ def test_auto_topic_creation_is_off(bootstrap: str) -> None:
     assert error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._MSG_TIMED_OUT)
 
 
-def _cli(state: Path, *args: str, ports: tuple[int, int, int, int]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HEADWATER_STATE_DIR": str(state), "HEADWATER_KAFKA_PORT": str(ports[0]),
+def _cli(state: Path, *args: str, ports: tuple[int, int, int, int],
+         extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    # Nothing of the shell's stack settings (a console port exported for `make up`, say) reaches the private stack.
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_") and k != "GATEWAYS"}
+    env = {**clean, "HEADWATER_STATE_DIR": str(state), "HEADWATER_KAFKA_PORT": str(ports[0]),
            "HEADWATER_KAFKA_CONTROLLER_PORT": str(ports[1]), "HEADWATER_REGISTRY_PORT": str(ports[2]),
-           "HEADWATER_GATEWAY_PORT": str(ports[3])}
+           "HEADWATER_GATEWAY_PORT": str(ports[3]), **(extra or {})}
     return subprocess.run([sys.executable, "-m", "stack", *args], check=False, cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=180)
 
@@ -144,6 +147,10 @@ def test_cli_up_writes_env_is_idempotent_and_down_leaves_no_process(tmp_path: Pa
     assert again.returncode == 0, again.stderr
     assert "started: nothing new" in again.stdout and "topics created: none" in again.stdout
     assert "running" in _cli(tmp_path, "status", ports=ports).stdout
+    other = _cli(tmp_path, "up", ports=ports, extra={"HEADWATER_TOPOLOGY": "cluster"})  # one topology at a time
+    assert other.returncode == 1 and "the single topology is up" in other.stderr
+    # `down` stops what runs, whatever the environment asks for
+    assert "kafka-1" not in _cli(tmp_path, "status", ports=ports, extra={"HEADWATER_TOPOLOGY": "cluster"}).stdout
 
     down = _cli(tmp_path, "down", ports=ports)
     assert down.returncode == 0 and down.stdout.startswith("stopped: ") and "kafka" in down.stdout  # after the services

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from stack.process import ManagedProcess, _group_members
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -22,24 +22,15 @@ time.sleep(300)
 """
 
 
-def _wait(condition: object, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_stop_kills_the_members_left_by_a_crashed_leader(tmp_path: Path) -> None:
     marker = f"hw-test-{uuid.uuid4().hex}"
     proc = ManagedProcess("svc", tmp_path / "svc.pid", marker)
     leader = proc.start([sys.executable, "-c", SUPERVISOR, marker], tmp_path / "svc.log")
-    assert _wait(lambda: len(_group_members(leader)) == 2)
+    wait_for("both members of the group", lambda: len(_group_members(leader)) == 2, 10)
     child = next(pid for pid in _group_members(leader) if pid != leader)
 
     os.kill(leader, signal.SIGKILL)  # the supervisor crashes; its worker lives on in the same group
-    assert _wait(lambda: proc.pid() is None)
+    wait_for("the process to be gone", lambda: proc.pid() is None, 10)
     assert Path(f"/proc/{child}").exists()
 
     # A later `python -m stack down` knows only the pid file, which pid() removed: stop() must still clean up.
