@@ -3,6 +3,7 @@ package headwater
 
 import (
 	"context"
+	"crypto/x509"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,13 @@ type pipeline struct {
 }
 
 func newPipeline(cfg *Config) (*pipeline, error) {
+	var roots *x509.CertPool // the CABundle's CAs; nil: the system's trust store
+	if cfg.CABundle != "" && cfg.Transport == nil {
+		var err error
+		if roots, err = LoadCABundle(cfg.CABundle); err != nil {
+			return nil, err
+		}
+	}
 	p := &pipeline{cfg: cfg, counters: newCounters(), stopping: make(chan struct{}), batcherDone: make(chan struct{}),
 		batcher: newBatcher(cfg.MaxBatchEvents, cfg.MaxBatchBytes)}
 	producerID, nextSeq := newProducerID(), int64(0)
@@ -64,7 +72,7 @@ func newPipeline(cfg *Config) (*pipeline, error) {
 	p.queue = newEventQueue(cfg.MaxQueueEvents, cfg.QueuePolicy, cfg.BlockTimeout, cfg.MaxBatchEvents, nextSeq, reserve)
 	p.tr = cfg.Transport
 	if p.tr == nil {
-		p.tr = NewHTTPTransport(cfg.ConnectionMaxAge, cfg.MaxInFlight)
+		p.tr = NewHTTPTransportWithCAs(cfg.ConnectionMaxAge, cfg.MaxInFlight, roots)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.sender = newSender(p.ctx, cfg, p.tr, p.counters, p.report, p.spool != nil)

@@ -4,12 +4,15 @@ package headwater
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 )
@@ -39,10 +42,12 @@ type Transport interface {
 }
 
 // HTTPTransport keeps HTTP/1.1 connections alive and replaces its connection pool after maxAge (+-10 %), so a
-// load balancer can rebalance; Go reconnects by itself after the gateway's "Connection: close".
+// load balancer can rebalance; Go reconnects by itself after the gateway's "Connection: close". https endpoints are
+// verified against the system's trust store, or against the CA certificates given to NewHTTPTransportWithCAs.
 type HTTPTransport struct {
 	maxAge   time.Duration
 	maxConns int
+	roots    *x509.CertPool // nil: the system's trust store
 	mu       sync.Mutex
 	current  *http.Transport
 	client   *http.Client
@@ -53,9 +58,27 @@ type HTTPTransport struct {
 
 // NewHTTPTransport is the default transport: maxConns kept-alive connections, recycled after maxAge.
 func NewHTTPTransport(maxAge time.Duration, maxConns int) *HTTPTransport {
-	t := &HTTPTransport{maxAge: maxAge, maxConns: maxConns, now: time.Now}
+	return NewHTTPTransportWithCAs(maxAge, maxConns, nil)
+}
+
+// NewHTTPTransportWithCAs is NewHTTPTransport trusting roots (nil: the system's trust store) for https.
+func NewHTTPTransportWithCAs(maxAge time.Duration, maxConns int, roots *x509.CertPool) *HTTPTransport {
+	t := &HTTPTransport{maxAge: maxAge, maxConns: maxConns, roots: roots, now: time.Now}
 	t.renewLocked()
 	return t
+}
+
+// LoadCABundle reads a PEM file of CA certificates (the CABundle option).
+func LoadCABundle(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{fmt.Sprintf("CABundle (HEADWATER_CA_BUNDLE) %q is not readable: %v", path, err)}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, &ConfigError{fmt.Sprintf("CABundle (HEADWATER_CA_BUNDLE) %q holds no PEM certificate", path)}
+	}
+	return pool, nil
 }
 
 func (t *HTTPTransport) renewLocked() {
@@ -64,6 +87,7 @@ func (t *HTTPTransport) renewLocked() {
 		Proxy: http.ProxyFromEnvironment, DialContext: dialer.DialContext, ForceAttemptHTTP2: false,
 		MaxIdleConns: t.maxConns * 2, MaxIdleConnsPerHost: t.maxConns, IdleConnTimeout: 10 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second, DisableCompression: true,
+		TLSClientConfig: &tls.Config{RootCAs: t.roots, MinVersion: tls.VersionTLS12},
 	}
 	t.client = &http.Client{Transport: t.current,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -1,6 +1,7 @@
 /** The public client: track() (never blocks), the batch/linger timer, the send pump, flush(), close(). */
 
 import { EventEmitter } from "node:events";
+import { readFileSync } from "node:fs";
 import { Batcher } from "./batcher.js";
 import { buildConfig, type Config, type HeadwaterOptions, optionsFromEnv } from "./config.js";
 import { ConfigError, type DeliveryError, EventsDroppedError, InvalidEventError, UndeliveredError } from "./errors.js";
@@ -27,6 +28,21 @@ function openSpool(cfg: Config, report: (reason: string, n: number, detail: stri
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(`spoolDir (HEADWATER_SPOOL_DIR) ${cfg.spoolDir} is unusable: ${(err as Error).message}`);
   }
+}
+
+/** The CA certificates of the `caBundle` PEM file, or undefined (Node's trust store). */
+function readCaBundle(path: string | null): Buffer | undefined {
+  if (path === null) return undefined;
+  let pem: Buffer;
+  try {
+    pem = readFileSync(path);
+  } catch (err) {
+    throw new ConfigError(`caBundle (HEADWATER_CA_BUNDLE) ${path} is not readable: ${(err as Error).message}`);
+  }
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+    throw new ConfigError(`caBundle (HEADWATER_CA_BUNDLE) ${path} holds no PEM certificate`);
+  }
+  return pem;
 }
 
 /** Options of flush() and close(): how long to wait, in milliseconds. */
@@ -79,6 +95,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     super();
     const cfg = buildConfig(options);
     this.config = cfg;
+    const ca = readCaBundle(cfg.caBundle); // before the spool is locked
     const report = (reason: string, n: number, detail: string): void => this.storeDropped(reason, n, detail);
     if (cfg.spoolDir !== null) {
       this.spool = openSpool(cfg, report);
@@ -96,22 +113,22 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
       contextJson: Object.keys(cfg.context).length > 0 ? JSON.stringify(cfg.context) : null,
     };
     this.batcher = new Batcher(this.store.producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
-    this.transport = cfg.transport ?? new HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs);
+    this.transport = cfg.transport ?? new HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs, ca);
     this.gate = new Gate(cfg.retryRefusedMaxMs, this.abort.signal, (e) => this.fail(e));
     this.window = new Window(cfg.maxInFlight);
     this.sender = new Sender(cfg, this.transport, this.counters, {
       delivered: (r) => this.safeEmit("delivery", r),
       failed: (e) => this.fail(e),
-    }, this.abort.signal, this.gate, this.window, this.schemaCache(cfg));
+    }, this.abort.signal, this.gate, this.window, this.schemaCache(cfg, ca));
     this.dispatcher = new Dispatcher(cfg, this.store, this.sender, this.spool !== undefined, this.abort.signal, this.counters,
       (e) => this.fail(e), () => this.moveSealed());
     if (cfg.handleExit) lifecycle.register(this);
     if (this.recovered > 0) queueMicrotask(() => this.dispatcher.pump());
   }
 
-  private schemaCache(cfg: Config): SchemaCache | undefined {
+  private schemaCache(cfg: Config, ca: Buffer | undefined): SchemaCache | undefined {
     if (cfg.wireFormat !== "avro" || cfg.registryUrl === null) return undefined;
-    const transport = cfg.transport ?? new HttpTransport(cfg.registryUrl.startsWith("https:"), 1, cfg.connectionMaxAgeMs);
+    const transport = cfg.transport ?? new HttpTransport(cfg.registryUrl.startsWith("https:"), 1, cfg.connectionMaxAgeMs, ca);
     if (transport !== this.transport) this.extraTransports.push(transport);
     return new SchemaCache(cfg.registryUrl, transport, cfg.schemaRefreshMs, cfg.requestTimeoutMs);
   }

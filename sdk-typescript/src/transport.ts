@@ -5,6 +5,8 @@
  * Node's Agent, so they never keep the process alive), reconnects when the gateway answers
  * `Connection: close`, caps the response body, and replaces its Agent after `connectionMaxAgeMs` minus up to
  * 20 % jitter so a load balancer can rebalance; the old Agent is destroyed once its requests are answered.
+ * https endpoints are verified (chain and host name) against Node's trust store, or against the CA certificates
+ * `ca` (the `caBundle` option's PEM) when given; there is no switch to turn verification off.
  */
 
 import * as http from "node:http";
@@ -50,13 +52,15 @@ export class HttpTransport implements Transport {
     private readonly https: boolean,
     private readonly maxSockets: number,
     private readonly maxAgeMs: number,
+    private readonly ca?: Buffer,
   ) {
     this.pool = this.newPool();
   }
 
   private newPool(): Pool {
     const options = { keepAlive: true, maxSockets: this.maxSockets, maxFreeSockets: this.maxSockets, scheduling: "lifo" as const };
-    const agent = this.https ? new https.Agent(options) : new http.Agent(options);
+    const agent = this.https ? new https.Agent({ ...options, rejectUnauthorized: true, ...(this.ca ? { ca: this.ca } : {}) })
+      : new http.Agent(options);
     return { agent, active: 0, expires: Date.now() + this.maxAgeMs * (0.8 + 0.2 * Math.random()), retired: false };
   }
 

@@ -87,8 +87,9 @@ class LocalGateway:
     Retry-After: 0) instead; `delay_s` slows every answer.
     """
 
-    def __init__(self, delay_s: float = 0.0) -> None:
+    def __init__(self, delay_s: float = 0.0, ssl_context: Any = None) -> None:
         self.delay_s = delay_s
+        self.ssl_context = ssl_context
         self.fail_with: int | None = None
         self.seen: list[tuple[str, int]] = []
         self.events: list[dict[str, Any]] = []
@@ -121,10 +122,10 @@ class LocalGateway:
         app.router.add_post("/v1/batch", self._handle)
         runner = web.AppRunner(app)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
         await site.start()
         port = runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{port}"
         self._stop = asyncio.Event()
         self._ready.set()
         await self._stop.wait()

@@ -101,6 +101,7 @@ var optionSetters = map[string]setter{
 	},
 	"wire_format":      stringOpt(func(c *headwater.Config) *headwater.WireFormat { return &c.WireFormat }),
 	"registry_url":     stringOpt(func(c *headwater.Config) *string { return &c.RegistryURL }),
+	"ca_bundle":        stringOpt(func(c *headwater.Config) *string { return &c.CABundle }),
 	"schema_refresh_s": durationOpt(func(c *headwater.Config) *time.Duration { return &c.SchemaRefresh }),
 }
 

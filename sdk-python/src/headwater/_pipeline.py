@@ -69,7 +69,8 @@ class Pipeline:
         journal = self._journal_append if self.sync else None
         self.assembler = Assembler(cfg, self.store, journal)
         self.transport: Transport = cfg.transport if cfg.transport is not None else \
-            Urllib3Transport(cfg.connection_max_age_s, maxsize=cfg.max_in_flight, proxy=cfg.proxy)
+            Urllib3Transport(cfg.connection_max_age_s, maxsize=cfg.max_in_flight, proxy=cfg.proxy,
+                             ca_bundle=cfg.ca_bundle)
         schemas = None
         if cfg.wire_format == "avro" and cfg.registry_url is not None:
             schemas = SchemaCache(cfg.registry_url, self.transport, cfg.schema_refresh_s, cfg.request_timeout_s)

@@ -36,6 +36,7 @@ var __importStar = (this && this.__importStar) || (function () {
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.Headwater = void 0;
 const node_events_1 = require("node:events");
+const node_fs_1 = require("node:fs");
 const batcher_js_1 = require("./batcher.js");
 const config_js_1 = require("./config.js");
 const errors_js_1 = require("./errors.js");
@@ -61,6 +62,22 @@ function openSpool(cfg, report) {
             throw err;
         throw new errors_js_1.ConfigError(`spoolDir (HEADWATER_SPOOL_DIR) ${cfg.spoolDir} is unusable: ${err.message}`);
     }
+}
+/** The CA certificates of the `caBundle` PEM file, or undefined (Node's trust store). */
+function readCaBundle(path) {
+    if (path === null)
+        return undefined;
+    let pem;
+    try {
+        pem = (0, node_fs_1.readFileSync)(path);
+    }
+    catch (err) {
+        throw new errors_js_1.ConfigError(`caBundle (HEADWATER_CA_BUNDLE) ${path} is not readable: ${err.message}`);
+    }
+    if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+        throw new errors_js_1.ConfigError(`caBundle (HEADWATER_CA_BUNDLE) ${path} holds no PEM certificate`);
+    }
+    return pem;
 }
 /** Sends events to a Headwater gateway in batches; see the README for every option. */
 class Headwater extends node_events_1.EventEmitter {
@@ -92,6 +109,7 @@ class Headwater extends node_events_1.EventEmitter {
         super();
         const cfg = (0, config_js_1.buildConfig)(options);
         this.config = cfg;
+        const ca = readCaBundle(cfg.caBundle); // before the spool is locked
         const report = (reason, n, detail) => this.storeDropped(reason, n, detail);
         if (cfg.spoolDir !== null) {
             this.spool = openSpool(cfg, report);
@@ -110,23 +128,23 @@ class Headwater extends node_events_1.EventEmitter {
             contextJson: Object.keys(cfg.context).length > 0 ? JSON.stringify(cfg.context) : null,
         };
         this.batcher = new batcher_js_1.Batcher(this.store.producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
-        this.transport = cfg.transport ?? new transport_js_1.HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs);
+        this.transport = cfg.transport ?? new transport_js_1.HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs, ca);
         this.gate = new gate_js_1.Gate(cfg.retryRefusedMaxMs, this.abort.signal, (e) => this.fail(e));
         this.window = new limit_js_1.Window(cfg.maxInFlight);
         this.sender = new sender_js_1.Sender(cfg, this.transport, this.counters, {
             delivered: (r) => this.safeEmit("delivery", r),
             failed: (e) => this.fail(e),
-        }, this.abort.signal, this.gate, this.window, this.schemaCache(cfg));
+        }, this.abort.signal, this.gate, this.window, this.schemaCache(cfg, ca));
         this.dispatcher = new dispatcher_js_1.Dispatcher(cfg, this.store, this.sender, this.spool !== undefined, this.abort.signal, this.counters, (e) => this.fail(e), () => this.moveSealed());
         if (cfg.handleExit)
             lifecycle.register(this);
         if (this.recovered > 0)
             queueMicrotask(() => this.dispatcher.pump());
     }
-    schemaCache(cfg) {
+    schemaCache(cfg, ca) {
         if (cfg.wireFormat !== "avro" || cfg.registryUrl === null)
             return undefined;
-        const transport = cfg.transport ?? new transport_js_1.HttpTransport(cfg.registryUrl.startsWith("https:"), 1, cfg.connectionMaxAgeMs);
+        const transport = cfg.transport ?? new transport_js_1.HttpTransport(cfg.registryUrl.startsWith("https:"), 1, cfg.connectionMaxAgeMs, ca);
         if (transport !== this.transport)
             this.extraTransports.push(transport);
         return new registry_js_1.SchemaCache(cfg.registryUrl, transport, cfg.schemaRefreshMs, cfg.requestTimeoutMs);

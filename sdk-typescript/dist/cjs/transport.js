@@ -6,6 +6,8 @@
  * Node's Agent, so they never keep the process alive), reconnects when the gateway answers
  * `Connection: close`, caps the response body, and replaces its Agent after `connectionMaxAgeMs` minus up to
  * 20 % jitter so a load balancer can rebalance; the old Agent is destroyed once its requests are answered.
+ * https endpoints are verified (chain and host name) against Node's trust store, or against the CA certificates
+ * `ca` (the `caBundle` option's PEM) when given; there is no switch to turn verification off.
  */
 var __createBinding = (this && this.__createBinding) || (Object.create ? (function(o, m, k, k2) {
     if (k2 === undefined) k2 = k;
@@ -51,17 +53,20 @@ class HttpTransport {
     https;
     maxSockets;
     maxAgeMs;
+    ca;
     pool;
     closed = false;
-    constructor(https, maxSockets, maxAgeMs) {
+    constructor(https, maxSockets, maxAgeMs, ca) {
         this.https = https;
         this.maxSockets = maxSockets;
         this.maxAgeMs = maxAgeMs;
+        this.ca = ca;
         this.pool = this.newPool();
     }
     newPool() {
         const options = { keepAlive: true, maxSockets: this.maxSockets, maxFreeSockets: this.maxSockets, scheduling: "lifo" };
-        const agent = this.https ? new https.Agent(options) : new http.Agent(options);
+        const agent = this.https ? new https.Agent({ ...options, rejectUnauthorized: true, ...(this.ca ? { ca: this.ca } : {}) })
+            : new http.Agent(options);
         return { agent, active: 0, expires: Date.now() + this.maxAgeMs * (0.8 + 0.2 * Math.random()), retired: false };
     }
     current() {

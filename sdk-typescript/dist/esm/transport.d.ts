@@ -5,6 +5,8 @@
  * Node's Agent, so they never keep the process alive), reconnects when the gateway answers
  * `Connection: close`, caps the response body, and replaces its Agent after `connectionMaxAgeMs` minus up to
  * 20 % jitter so a load balancer can rebalance; the old Agent is destroyed once its requests are answered.
+ * https endpoints are verified (chain and host name) against Node's trust store, or against the CA certificates
+ * `ca` (the `caBundle` option's PEM) when given; there is no switch to turn verification off.
  */
 /** One HTTP request. */
 export interface HttpRequest {
@@ -29,9 +31,10 @@ export declare class HttpTransport implements Transport {
     private readonly https;
     private readonly maxSockets;
     private readonly maxAgeMs;
+    private readonly ca?;
     private pool;
     private closed;
-    constructor(https: boolean, maxSockets: number, maxAgeMs: number);
+    constructor(https: boolean, maxSockets: number, maxAgeMs: number, ca?: Buffer | undefined);
     private newPool;
     private current;
     send(request: HttpRequest, timeoutMs: number): Promise<HttpResponse>;
