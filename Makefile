@@ -154,9 +154,12 @@ loadtest: setup
 loadtest-distributed: setup
 	@$(PY) -m loadtest.run $(LOADTEST_ARGS) --workers $(WORKERS)
 
-# The Go SDK: vet and the race-enabled unit tests (the integration test runs in pytest: tests/sdk_go/).
+# The Go SDK: vet, staticcheck (pinned, installed by setup) and the race-enabled unit tests (the integration
+# tests run in pytest: tests/sdk_go/).
 test-go: setup
-	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
+	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local ../.headwater/bin/staticcheck ./... \
+		&& (cd bench && GOTOOLCHAIN=local ../../.headwater/bin/staticcheck ./...) \
+		&& GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
 
 # Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/README.md, "Benchmark").
 bench-go: setup

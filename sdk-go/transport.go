@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -138,4 +139,50 @@ func (t *HTTPTransport) Close() {
 	defer t.mu.Unlock()
 	t.closed = true
 	t.current.CloseIdleConnections()
+}
+
+// MemoryTransport is a fake Transport for tests of code that uses the SDK: it records every request and answers
+// with Handler (nil: 200 with every event accepted for a batch, 404 for anything else, such as a registry
+// look-up). Safe for concurrent use.
+type MemoryTransport struct {
+	Handler  func(req *Request) (*Response, error)
+	mu       sync.Mutex
+	requests []*Request
+	closed   bool
+}
+
+// Send records req and returns Handler's answer.
+func (m *MemoryTransport) Send(_ context.Context, req *Request) (*Response, error) {
+	m.mu.Lock()
+	m.requests = append(m.requests, req)
+	handler := m.Handler
+	m.mu.Unlock()
+	if handler != nil {
+		return handler(req)
+	}
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL, "/v1/batch") {
+		return &Response{Status: 200, Header: http.Header{}, Body: []byte(`{"accepted":0,"rejected":[]}`)}, nil
+	}
+	return &Response{Status: 404, Header: http.Header{}, Body: []byte(`{"code":"not_found","message":"not found"}`)}, nil
+}
+
+// Requests returns the requests sent so far, in order.
+func (m *MemoryTransport) Requests() []*Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]*Request(nil), m.requests...)
+}
+
+// Close marks the transport closed.
+func (m *MemoryTransport) Close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+}
+
+// Closed says whether Close was called.
+func (m *MemoryTransport) Closed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
 }
