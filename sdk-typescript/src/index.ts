@@ -18,6 +18,6 @@ export {
 export type { TrackOptions } from "./event.js";
 export type { Metrics } from "./metrics.js";
 export type { DeliveryReport } from "./sender.js";
-export type { HttpRequest, HttpResponse, Transport } from "./transport.js";
+export { type HttpRequest, type HttpResponse, MemoryTransport, type Transport } from "./transport.js";
 export { SDK_NAME, USER_AGENT, VERSION } from "./version.js";
 export type { Codec } from "./compress.js";

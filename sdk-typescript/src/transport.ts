@@ -128,3 +128,29 @@ export class HttpTransport implements Transport {
     this.pool.agent.destroy();
   }
 }
+
+/** A fake transport for tests of code that uses the SDK: records every request and answers with `handler`. */
+export class MemoryTransport implements Transport {
+  readonly requests: HttpRequest[] = [];
+  closed = false;
+
+  /** `handler` answers each request; the default answers a batch with 200, every event accepted (else 404). */
+  constructor(public handler: (request: HttpRequest) => HttpResponse | Promise<HttpResponse> = acceptAll) {}
+
+  send(request: HttpRequest, _timeoutMs: number): Promise<HttpResponse> {
+    if (this.closed) return Promise.reject(new TransportError("transport closed"));
+    this.requests.push(request);
+    return Promise.resolve(this.handler(request));
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
+
+function acceptAll(request: HttpRequest): HttpResponse {
+  if (request.method === "POST" && request.url.endsWith("/v1/batch")) {
+    return { status: 200, headers: { "content-type": "application/json" }, body: Buffer.from('{"accepted":0,"rejected":[]}') };
+  }
+  return { status: 404, headers: {}, body: Buffer.from('{"code":"not_found","message":"not found"}') };
+}

@@ -193,3 +193,16 @@ describe("default reporting", () => {
     assert.match(warned[warned.length - 1] as string, /40 more event\(s\)/); // b3 was warned at once, b4 counted
   });
 });
+
+describe("MemoryTransport", () => {
+  it("records what a client sends and answers as a gateway would", async () => {
+    const { MemoryTransport } = await import("../src/index.js");
+    const fake = new MemoryTransport();
+    const c = new Headwater({ endpoint: "http://gateway.test", writeKey: "k", transport: fake, handleExit: false });
+    c.track("server_metric", { host: "h", service: "s", metric: "m", kind: "counter", value: 1, unit: "1" });
+    await c.close({ timeoutMs: 5000 });
+    assert.equal(fake.requests.length, 1);
+    assert.equal(fake.requests[0]?.url, "http://gateway.test/v1/batch");
+    assert.equal(fake.closed, true);
+  });
+});

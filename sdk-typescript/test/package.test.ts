@@ -8,7 +8,7 @@ import * as api from "../src/index.js";
 
 const EXPORTED = [
   "BatchRejectedError", "ConfigError", "DEFAULTS", "DeliveryError", "EventRejectedError", "EventsDroppedError", "Headwater",
-  "HeadwaterError", "InvalidEventError", "RetryableStatusError", "SDK_NAME", "SpoolLockedError", "TransportError",
+  "HeadwaterError", "InvalidEventError", "MemoryTransport", "RetryableStatusError", "SDK_NAME", "SpoolLockedError", "TransportError",
   "USER_AGENT", "UndeliveredError", "VERSION", "envName",
 ];
 const PKG = join(import.meta.dirname, "..", "..");

@@ -1,7 +1,7 @@
 "use strict";
 /** Headwater's Node.js SDK: the public API (everything else is internal). */
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.VERSION = exports.USER_AGENT = exports.SDK_NAME = exports.UndeliveredError = exports.TransportError = exports.SpoolLockedError = exports.RetryableStatusError = exports.InvalidEventError = exports.HeadwaterError = exports.EventsDroppedError = exports.EventRejectedError = exports.DeliveryError = exports.ConfigError = exports.BatchRejectedError = exports.envName = exports.DEFAULTS = exports.Headwater = void 0;
+exports.VERSION = exports.USER_AGENT = exports.SDK_NAME = exports.MemoryTransport = exports.UndeliveredError = exports.TransportError = exports.SpoolLockedError = exports.RetryableStatusError = exports.InvalidEventError = exports.HeadwaterError = exports.EventsDroppedError = exports.EventRejectedError = exports.DeliveryError = exports.ConfigError = exports.BatchRejectedError = exports.envName = exports.DEFAULTS = exports.Headwater = void 0;
 var client_js_1 = require("./client.js");
 Object.defineProperty(exports, "Headwater", { enumerable: true, get: function () { return client_js_1.Headwater; } });
 var config_js_1 = require("./config.js");
@@ -19,6 +19,8 @@ Object.defineProperty(exports, "RetryableStatusError", { enumerable: true, get: 
 Object.defineProperty(exports, "SpoolLockedError", { enumerable: true, get: function () { return errors_js_1.SpoolLockedError; } });
 Object.defineProperty(exports, "TransportError", { enumerable: true, get: function () { return errors_js_1.TransportError; } });
 Object.defineProperty(exports, "UndeliveredError", { enumerable: true, get: function () { return errors_js_1.UndeliveredError; } });
+var transport_js_1 = require("./transport.js");
+Object.defineProperty(exports, "MemoryTransport", { enumerable: true, get: function () { return transport_js_1.MemoryTransport; } });
 var version_js_1 = require("./version.js");
 Object.defineProperty(exports, "SDK_NAME", { enumerable: true, get: function () { return version_js_1.SDK_NAME; } });
 Object.defineProperty(exports, "USER_AGENT", { enumerable: true, get: function () { return version_js_1.USER_AGENT; } });

@@ -43,7 +43,7 @@ var __importStar = (this && this.__importStar) || (function () {
     };
 })();
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.HttpTransport = void 0;
+exports.MemoryTransport = exports.HttpTransport = void 0;
 const http = __importStar(require("node:http"));
 const https = __importStar(require("node:https"));
 const errors_js_1 = require("./errors.js");
@@ -140,3 +140,29 @@ class HttpTransport {
     }
 }
 exports.HttpTransport = HttpTransport;
+/** A fake transport for tests of code that uses the SDK: records every request and answers with `handler`. */
+class MemoryTransport {
+    handler;
+    requests = [];
+    closed = false;
+    /** `handler` answers each request; the default answers a batch with 200, every event accepted (else 404). */
+    constructor(handler = acceptAll) {
+        this.handler = handler;
+    }
+    send(request, _timeoutMs) {
+        if (this.closed)
+            return Promise.reject(new errors_js_1.TransportError("transport closed"));
+        this.requests.push(request);
+        return Promise.resolve(this.handler(request));
+    }
+    close() {
+        this.closed = true;
+    }
+}
+exports.MemoryTransport = MemoryTransport;
+function acceptAll(request) {
+    if (request.method === "POST" && request.url.endsWith("/v1/batch")) {
+        return { status: 200, headers: { "content-type": "application/json" }, body: Buffer.from('{"accepted":0,"rejected":[]}') };
+    }
+    return { status: 404, headers: {}, body: Buffer.from('{"code":"not_found","message":"not found"}') };
+}

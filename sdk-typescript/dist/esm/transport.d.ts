@@ -41,3 +41,13 @@ export declare class HttpTransport implements Transport {
     /** Close every connection, ending requests still in flight (their batches are released, not lost). */
     close(): void;
 }
+/** A fake transport for tests of code that uses the SDK: records every request and answers with `handler`. */
+export declare class MemoryTransport implements Transport {
+    handler: (request: HttpRequest) => HttpResponse | Promise<HttpResponse>;
+    readonly requests: HttpRequest[];
+    closed: boolean;
+    /** `handler` answers each request; the default answers a batch with 200, every event accepted (else 404). */
+    constructor(handler?: (request: HttpRequest) => HttpResponse | Promise<HttpResponse>);
+    send(request: HttpRequest, _timeoutMs: number): Promise<HttpResponse>;
+    close(): void;
+}

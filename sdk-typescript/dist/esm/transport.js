@@ -103,3 +103,28 @@ export class HttpTransport {
         this.pool.agent.destroy();
     }
 }
+/** A fake transport for tests of code that uses the SDK: records every request and answers with `handler`. */
+export class MemoryTransport {
+    handler;
+    requests = [];
+    closed = false;
+    /** `handler` answers each request; the default answers a batch with 200, every event accepted (else 404). */
+    constructor(handler = acceptAll) {
+        this.handler = handler;
+    }
+    send(request, _timeoutMs) {
+        if (this.closed)
+            return Promise.reject(new TransportError("transport closed"));
+        this.requests.push(request);
+        return Promise.resolve(this.handler(request));
+    }
+    close() {
+        this.closed = true;
+    }
+}
+function acceptAll(request) {
+    if (request.method === "POST" && request.url.endsWith("/v1/batch")) {
+        return { status: 200, headers: { "content-type": "application/json" }, body: Buffer.from('{"accepted":0,"rejected":[]}') };
+    }
+    return { status: 404, headers: {}, body: Buffer.from('{"code":"not_found","message":"not found"}') };
+}
