@@ -10,7 +10,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
-	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls
+	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
 
 setup:
 	@bash stack/setup.sh
@@ -124,6 +124,11 @@ bench-spark: setup
 bench-rules: setup
 	@$(PY) -m bench.rules
 
+# Not a test: the subscription server on a private stack: commit -> subscriber latency at 1, 100, 1,000 subscribers,
+# CPU and memory per subscriber, what slow subscribers cost the others, one consumer per subscriber for comparison.
+bench-subscribe: setup
+	@$(PY) -m bench.subscribe $(BENCH_ARGS)
+
 # docs/benchmarks/*.md from the JSON lines the benchmarks print (docs/benchmarks/README.md).
 benchmarks-doc: setup
 	@$(PY) -m bench.report
@@ -132,8 +137,9 @@ benchmarks-doc: setup
 pipeline-artifact: setup
 	@$(PY) -m deploy.pipeline_artifact
 
-clean: down
-	rm -rf .headwater/data .headwater/logs .headwater/run
+# Stops the stack, then deletes what HEADWATER_STATE_DIR (else .headwater) holds but the jars and the write key.
+clean:
+	@if [ -x $(PY) ]; then $(PY) -m stack clean; fi
 
 # Load test against the running stack (loadtest/README.md): NODES distinct nodes, each sending RATE events/s in
 # batches of BATCH events, multiplexed over USERS connections, for DURATION seconds; then the reconciliation.
@@ -144,9 +150,10 @@ USERS ?= 250
 DURATION ?= 270
 SHAPE ?= soak
 WORKERS ?= 2
-STACK_ENV ?= .headwater/stack.env
+# Default: the running stack's, $(HEADWATER_STATE_DIR)/stack.env (else .headwater/stack.env).
+STACK_ENV ?=
 LOADTEST_ARGS = --nodes $(NODES) --rate $(RATE) --batch $(BATCH) --users $(USERS) --duration $(DURATION) \
-	--shape $(SHAPE) --stack-env $(STACK_ENV)
+	--shape $(SHAPE) $(if $(STACK_ENV),--stack-env $(STACK_ENV))
 
 loadtest: setup
 	@$(PY) -m loadtest.run $(LOADTEST_ARGS)

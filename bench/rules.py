@@ -38,13 +38,13 @@ from pyspark.sql import SparkSession
 
 from bench.spark.generate import Encoder, generate, produce, register_catalog
 from common.avro_frame import WriterSchemas
-from common.envfile import read_env
+from common.envfile import read_env, stack_env_file
 from spark_pipeline import job
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules import cli, runtime
 from spark_pipeline.rules.model import Rule
 from spark_pipeline.rules.store import RuleStore
-from spark_pipeline.session import REPO_ROOT, build_session
+from spark_pipeline.session import build_session
 
 COST_TEMPLATES = [
     "SELECT window(event_time, '1 minute') AS w, event_type, region, count(*) AS events FROM events "
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--cost-events", type=int, default=20_000)
     parser.add_argument("--cost-rules", default="0,5,20")
-    parser.add_argument("--env-file", type=Path, default=REPO_ROOT / ".headwater" / "stack.env")
+    parser.add_argument("--env-file", type=Path, default=stack_env_file())
     args = parser.parse_args(argv)
     env = {**read_env(args.env_file), **os.environ}
     cfg = PipelineConfig.from_env(env).with_overrides(output_dir=tempfile.mkdtemp(prefix="bench-rules-"),

@@ -7,6 +7,7 @@ import sys
 
 from aiohttp import web
 
+from common.envfile import stack_settings
 from console.app import make_app
 from console.config import ConfigError, ConsoleConfig
 
@@ -14,7 +15,7 @@ from console.config import ConfigError, ConsoleConfig
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        cfg = ConsoleConfig.from_env()
+        cfg = ConsoleConfig.from_env(stack_settings())
     except ConfigError as exc:
         print(f"console: configuration: {exc}", file=sys.stderr)
         return 2

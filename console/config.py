@@ -14,8 +14,10 @@
 | `REGISTRY_URL` | `http://127.0.0.1:8081` | the registry (health; writer schemas of the aggregates topic) |
 | `HEADWATER_CONSOLE_GATEWAYS` | `GATEWAY_URL` | comma-separated gateway base URLs whose `/metrics` are read |
 | `EVENTS_TOPIC`, `DEADLETTER_TOPIC`, `AGGREGATES_TOPIC` | `headwater.events`, ... | the stack's topics |
-| `HEADWATER_PIPELINE_DIR` | `.headwater/pipeline` | the pipeline's output root (checkpoint offsets, `loss_audit`) |
+| `HEADWATER_PIPELINE_DIR` | `<state dir>/pipeline` | the pipeline's output root (checkpoint offsets, `loss_audit`) |
 | `HEADWATER_CONSOLE_POLL_S` | `2` | seconds between two samples |
+| `SUBSCRIBE_URL` | none | the subscription server the live panel relays (console/live.py) |
+| `HEADWATER_CONSOLE_READ_KEY` | `HEADWATER_READ_KEY` | the read key the live panel uses (never sent to the page) |
 """
 
 from __future__ import annotations
@@ -28,11 +30,10 @@ from typing import Any
 
 from common.basic_auth import AuthConfigError, Users
 from common.env import env_float, env_int
+from common.envfile import pipeline_dir
 from common.kafka_security import KafkaSecurity, KafkaSecurityError
 from common.registry_access import RegistryAccess
 from common.tls import ServerTls, ca_file, server_tls
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class ConfigError(ValueError):
@@ -49,13 +50,15 @@ class ConsoleConfig:
     events_topic: str = "headwater.events"
     deadletter_topic: str = "headwater.deadletter"
     aggregates_topic: str = "headwater.aggregates"
-    pipeline_dir: Path = REPO_ROOT / ".headwater" / "pipeline"
+    pipeline_dir: Path = Path(".headwater", "pipeline")
     poll_s: float = 2.0
     users_file: str = ""  # empty: no authentication (allowed on loopback only)
     tls: ServerTls | None = None
     ca_bundle: str = ""
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
     registry_access: RegistryAccess = field(default_factory=RegistryAccess)
+    subscribe_url: str = ""
+    read_key: str = field(default="", repr=False)  # a secret: never in a repr or a log line
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ConsoleConfig:
@@ -75,8 +78,10 @@ class ConsoleConfig:
             events_topic=env.get("EVENTS_TOPIC") or d.events_topic,
             deadletter_topic=env.get("DEADLETTER_TOPIC") or d.deadletter_topic,
             aggregates_topic=env.get("AGGREGATES_TOPIC") or d.aggregates_topic,
-            pipeline_dir=Path(env.get("HEADWATER_PIPELINE_DIR") or d.pipeline_dir),
+            pipeline_dir=Path(pipeline_dir(env)),
             poll_s=env_float(env, "HEADWATER_CONSOLE_POLL_S", d.poll_s, 0.2, 60.0, error=ConfigError),
+            subscribe_url=(env.get("SUBSCRIBE_URL") or "").rstrip("/"),
+            read_key=env.get("HEADWATER_CONSOLE_READ_KEY") or env.get("HEADWATER_READ_KEY") or "",
             **_security(env, env.get("HEADWATER_CONSOLE_HOST") or d.host),
         )
 

@@ -7,6 +7,7 @@ records, so a long topic is caught up over several samples rather than in one lo
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,6 +22,12 @@ from console.config import ConsoleConfig
 
 AggKey = tuple[str, int, str, str]  # granularity, window start (epoch ms), event type, region
 MAX_WINDOWS = 400
+# Dead-letter reasons are the gateway's rejection codes; anyone who can write to the topic can write others.
+# Beyond MAX_REASONS distinct codes, or for a reason that is not code-shaped, the count goes to OTHER_REASON,
+# so the page and /metrics stay small whatever the topic holds.
+MAX_REASONS = 32
+REASON = re.compile(r"[a-z][a-z0-9_]{0,63}")
+OTHER_REASON = "other"
 
 
 @dataclass
@@ -96,11 +103,7 @@ class KafkaView:
     def _take(self, topic: str, value: bytes) -> None:
         f = self.figures
         if topic == self.topics[1]:
-            try:
-                reason = str(json.loads(value).get("reason", "?"))
-            except (ValueError, AttributeError):
-                reason = "unreadable"
-            f.deadletters_by_reason[reason] += 1
+            f.deadletters_by_reason[bounded_reason(value, f.deadletters_by_reason)] += 1
             f.deadletters_total += 1
         elif topic == self.topics[2]:
             parsed = window_row(value, self._schemas)
@@ -112,6 +115,20 @@ class KafkaView:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def bounded_reason(value: bytes, seen: Counter[str]) -> str:
+    """The dead letter's reason code as a label: a code already counted, a new code while fewer than MAX_REASONS
+    are, `unreadable` for a value that is not a JSON object, else OTHER_REASON (pure)."""
+    try:
+        reason = json.loads(value).get("reason")
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        return "unreadable"
+    if not isinstance(reason, str) or not REASON.fullmatch(reason):
+        return OTHER_REASON
+    if reason in seen or len(seen) < MAX_REASONS - 2:  # room kept for `other` and `unreadable`
+        return reason
+    return OTHER_REASON
 
 
 def newest_windows(aggregates: dict[AggKey, dict[str, Any]], granularity: str) -> dict[str, Any]:

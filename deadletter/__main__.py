@@ -35,7 +35,8 @@ def _selection_args(parser: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m deadletter", description=__doc__)
-    parser.add_argument("--env-file", type=Path, help="endpoints (default .headwater/stack.env; the environment wins)")
+    parser.add_argument("--env-file", type=Path, help="endpoints (default $HEADWATER_STATE_DIR/stack.env, else "
+                                                      ".headwater/stack.env; the environment wins)")
     sub = parser.add_subparsers(dest="command", required=True)
     lst = sub.add_parser("list", help="one line per selected dead letter")
     _selection_args(lst)

@@ -24,12 +24,10 @@ from typing import Any
 
 from common.basic_auth import AuthConfigError
 from common.env import env_float
-from common.envfile import read_env
+from common.envfile import stack_settings
 from common.kafka_security import KafkaSecurity, KafkaSecurityError
 from common.registry_access import RegistryAccess
 from deadletter.gateway_code import GatewayConfigError, TopicMap, topic_map
-
-DEFAULT_ENV_FILE = Path(__file__).resolve().parent.parent / ".headwater" / "stack.env"
 
 
 class ConfigError(ValueError):
@@ -68,10 +66,9 @@ class ToolConfig:
 
     @classmethod
     def load(cls, env_file: Path | None) -> ToolConfig:
-        """stack.env (when it exists), overridden by the process environment."""
-        path = env_file or DEFAULT_ENV_FILE
-        file_env = read_env(path) if path.is_file() else {}
-        return cls.from_env({**file_env, **os.environ})
+        """`env_file`, else the running stack's `$HEADWATER_STATE_DIR/stack.env` (when it exists), overridden by
+        the process environment."""
+        return cls.from_env(stack_settings(env_file, os.environ))
 
 
 def _credentials(env: Mapping[str, str]) -> dict[str, Any]:

@@ -5,17 +5,48 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import signal
+import datetime as dt
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import IO, cast
 
 from common.envfile import read_env
+from console.pipeline_files import checkpoint_offsets
 from demo import rules as demo_rules
 from demo.fleet import Fleet
-from demo.pipeline import PipelineOutput, die_with_parent
+from demo.pipeline import PipelineExited, PipelineOutput, die_with_parent, stop, wait_caught_up
+from demo.summary import counted, describe
+from demo.topic import end_offsets, latest_rows
+from spark_pipeline.job import QUERY_GROUPS
 from stack.config import REPO_ROOT, StackConfig
+
+
+def start_pipeline(cfg: StackConfig, outputs: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], PipelineOutput]:
+    """`python -m spark_pipeline run --console`, its tables on this terminal, its log in `log_path`."""
+    pipeline = subprocess.Popen([sys.executable, "-m", "spark_pipeline", "--env-file", str(cfg.env_file), "run",
+                                 "--console", "--output", str(outputs)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=demo_rules.pipeline_env(),
+                                preexec_fn=die_with_parent)  # noqa: PLW1509 - no thread runs yet
+    return pipeline, PipelineOutput(cast(IO[bytes], pipeline.stdout), log_path)  # stdout=PIPE: never None
+
+
+def produce(fleet: Fleet, nodes: int, duration_s: float, output: PipelineOutput, say: Callable[[str], None]) -> None:
+    """Every node sends until the pipeline has shown a live table of what they send, then for `duration_s` more,
+    then flushes: the tables update while events arrive, however long Spark's first batch takes."""
+    threads = [threading.Thread(target=fleet.run_node, args=(n,), name=f"node-{n}") for n in range(1, nodes + 1)]
+    for t in threads:
+        t.start()
+    try:
+        output.wait_table(output.tables + 1, say)
+        say(f"the live aggregates update below; the producers go on for {duration_s:g}s")
+        fleet.stop.wait(duration_s)
+    finally:
+        fleet.stop.set()
+        for t in threads:
+            t.join()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=20, help="simulated producer nodes (default 20)")
     parser.add_argument("--rate", type=float, default=5.0, help="events per second per node (default 5)")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of producing (default 60)")
-    parser.add_argument("--drain", type=float, default=30.0, help="seconds the pipeline runs after the producers")
+    parser.add_argument("--drain", type=float, default=5.0,
+                        help="seconds the pipeline runs after it has read every event (default 5)")
     args = parser.parse_args(argv)
     cfg = StackConfig.from_env()
     env = read_env(cfg.env_file)
@@ -35,44 +67,46 @@ def main(argv: list[str] | None = None) -> int:
     # The console sink's tables go to stdout (this terminal); Spark's own logging goes to a file.
     log_path = cfg.logs_dir / "pipeline-demo.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    print(f"(Spark's log: {log_path})")
-    pipeline = subprocess.Popen([sys.executable, "-m", "spark_pipeline", "--env-file", str(cfg.env_file), "run",
-                                 "--console", "--output", str(outputs)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=demo_rules.pipeline_env(),
-                                preexec_fn=die_with_parent)  # noqa: PLW1509 - no thread runs yet
-    output = PipelineOutput(cast(IO[bytes], pipeline.stdout), log_path)  # stdout=PIPE: never None
+    print(f"(Spark's log: {log_path})", flush=True)
+    pipeline, output = start_pipeline(cfg, outputs, log_path)
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
     fleet = Fleet(env, args.rate, cfg.state_dir / "demo-spool")
-    stop, totals = fleet.stop, fleet.totals
-    threads = [threading.Thread(target=fleet.run_node, args=(n,), name=f"node-{n}") for n in range(1, args.nodes + 1)]
+    rule = demo_rules.RuleApply(cfg.env_file)
     try:
-        # Spark takes 20-40 s to start on 2 cores; producing starts once the queries run.
-        if not output.started.wait(180) and pipeline.poll() is not None:
-            raise SystemExit(f"the pipeline exited ({pipeline.returncode}); see {log_path}")
-        rule = demo_rules.RuleApply(cfg.env_file)
+        # Nothing is sent before every query runs: the live tables then show the events as they arrive.
+        waited = output.wait_running(QUERY_GROUPS["all"], say)
+        print(f"pipeline queries running (after {waited:.0f} s)", flush=True)
         rule.start()
-        print(f"{args.nodes} producer nodes send {args.rate:g} events/s each for {args.duration:g}s through the SDK")
-        for t in threads:
-            t.start()
-        stop.wait(args.duration)
-        stop.set()
-        for t in threads:
-            t.join()
+        since = dt.datetime.now(dt.UTC)
+        print(f"{args.nodes} producer nodes send {args.rate:g} events/s each for {args.duration:g}s through the SDK",
+              flush=True)
+        produce(fleet, args.nodes, args.duration, output, say)
+        totals = fleet.totals
         print(f"producers done: {totals['queued']} tracked, {totals['acknowledged']} acknowledged by the gateway, "
-              f"{totals['rejected']} rejected, {totals['dropped']} dropped")
-        print(f"the pipeline keeps running for {args.drain:g}s so the last windows update")
+              f"{totals['rejected']} rejected, {totals['dropped']} dropped", flush=True)
+        end = end_offsets(env, env["EVENTS_TOPIC"])
+        waited = wait_caught_up(lambda: checkpoint_offsets(outputs, env["EVENTS_TOPIC"], committed=True), end,
+                                lambda: pipeline.poll() is None, say)
+        print(f"the live query has read every event ({waited:.0f} s after the producers stopped); the pipeline "
+              f"runs {args.drain:g}s more", flush=True)
         with contextlib.suppress(subprocess.TimeoutExpired):
             pipeline.wait(args.drain)
-        if rule.done.wait(300) and rule.ok.is_set() and pipeline.poll() is None:
+        for line in describe(counted(latest_rows(env, env["AGGREGATES_TOPIC"]).values(), since),
+                             totals["acknowledged"], since):
+            print(line)
+        if rule.wait(say) and pipeline.poll() is None:
             demo_rules.show_output(env)
+    except PipelineExited as exc:
+        print(f"{exc} ({pipeline.wait()}); see {log_path}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        stop.set()
+        fleet.stop.set()
     finally:
-        if pipeline.poll() is None:
-            pipeline.send_signal(signal.SIGINT)
-            try:
-                pipeline.wait(60)
-            except subprocess.TimeoutExpired:
-                pipeline.kill()
+        rule.stop()
+        stop(pipeline)
         output.join(10)
     print("outputs:")
     for name in sorted(p.name for p in outputs.iterdir() if p.is_dir()) if outputs.exists() else []:

@@ -7,11 +7,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from common.avro_frame import WriterSchemas
-from common.kafka_read import read_to_end
+from demo.topic import latest_rows
 from stack.config import REPO_ROOT
 
 RULE_NAME = "top_pages"
@@ -30,6 +29,7 @@ class RuleApply:
     def __init__(self, env_file: Path) -> None:
         self.ok = threading.Event()
         self.done = threading.Event()
+        self._proc: subprocess.Popen[str] | None = None
         self._thread = threading.Thread(target=self._apply, args=(env_file,), daemon=True)
 
     def start(self) -> None:
@@ -37,30 +37,34 @@ class RuleApply:
               f"(python -m spark_pipeline rules apply {RULE_FILE} --name {RULE_NAME})", flush=True)
         self._thread.start()
 
+    def wait(self, say: Callable[[str], None], progress_every_s: float = 15.0) -> bool:
+        """Wait until the apply ends, however long its analysis takes on a busy host, saying so while it runs
+        (Ctrl-C gives up); True if applied."""
+        t0 = time.monotonic()
+        while not self.done.wait(progress_every_s):
+            say(f"waiting for `rules apply` ({time.monotonic() - t0:.0f} s: it analyses the rule with Spark)")
+        return self.ok.is_set()
+
+    def stop(self) -> None:
+        """End the apply if it still runs (the demo is stopping)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+
     def _apply(self, env_file: Path) -> None:
         try:
-            done = subprocess.run([sys.executable, "-m", "spark_pipeline", "--env-file", str(env_file), "rules",
-                                   "apply", str(RULE_FILE), "--name", RULE_NAME], cwd=REPO_ROOT, capture_output=True,
-                                  text=True, timeout=600, check=False)
-            for line in done.stdout.splitlines():
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "spark_pipeline", "--env-file", str(env_file), "rules", "apply",
+                 str(RULE_FILE), "--name", RULE_NAME], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True)
+            stdout, stderr = self._proc.communicate()
+            for line in stdout.splitlines():
                 print(f"  rules apply: {line}", flush=True)
-            if done.returncode == 0:
+            if self._proc.returncode == 0:
                 self.ok.set()
             else:
-                print(f"  rules apply failed ({done.returncode}): {done.stderr.strip()[-500:]}", flush=True)
+                print(f"  rules apply failed ({self._proc.returncode}): {stderr.strip()[-500:]}", flush=True)
         finally:
             self.done.set()
-
-
-def latest_rows(env: dict[str, str], topic: str) -> dict[bytes, dict[str, Any]]:
-    """The latest record per key of a rule's output topic (what a compacted topic converges to), decoded."""
-    schemas = WriterSchemas(env["REGISTRY_URL"])
-    rows: dict[bytes, dict[str, Any]] = {}
-    for msg in read_to_end(env["KAFKA_BOOTSTRAP"], topic, committed=False, timeout_s=30, missing_ok=True):
-        value = msg.value()
-        if value:
-            rows[msg.key() or b""] = dict(schemas.decode(value))
-    return rows
 
 
 def show_output(env: dict[str, str], wait_s: float = 90.0, top: int = 10) -> None:

@@ -16,7 +16,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from stack.config import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout whose packages go into the zip
 
 ZIP_NAME = "headwater_pipeline.zip"
 ENTRY_NAME = "headwater_pipeline_main.py"

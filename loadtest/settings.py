@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.envfile import read_env
+from common.envfile import read_env, stack_env_file, state_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_STACK_ENV = REPO_ROOT / ".headwater" / "stack.env"
-DEFAULT_RUNS_DIR = REPO_ROOT / ".headwater" / "loadtest"
+DEFAULT_STACK_ENV = stack_env_file()
+DEFAULT_RUNS_DIR = state_dir() / "loadtest"
 SHAPES = ("soak", "ramp", "spike", "steps")
 
 

@@ -72,8 +72,13 @@ class KafkaLog:
         except KafkaException as exc:
             raise StoreUnavailable(f"cannot reach Kafka at {self.bootstrap}: {exc}") from None
         meta = topics.topics.get(self.topic)
+        if meta is not None and meta.error is not None and meta.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise StoreUnavailable(f"not authorized to read topic {self.topic!r} on {self.bootstrap} "
+                                   "(TOPIC_AUTHORIZATION_FAILED: is this the registry's own principal?)")
         if meta is None or meta.error is not None or 0 not in meta.partitions:
-            raise StoreUnavailable(f"topic {self.topic!r} does not exist on {self.bootstrap} (the stack creates it)")
+            reason = f" ({meta.error.name()})" if meta is not None and meta.error is not None else ""
+            raise StoreUnavailable(f"topic {self.topic!r} does not exist on {self.bootstrap}{reason} "
+                                   "(the stack creates it)")
         self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         self._thread = threading.Thread(target=self._follow, name="schemas-follower", daemon=True)
         self._thread.start()

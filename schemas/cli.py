@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from common.basic_auth import AuthConfigError
-from common.envfile import read_env
+from common.envfile import stack_env_file, stack_settings
 from common.registry_access import RegistryAccess
 from common.registry_client import RegistryClient, RegistryClientError
-from schemas.catalog import NAMESPACE, SCHEMAS_DIR, CatalogError, load_catalog
+from schemas.catalog import NAMESPACE, CatalogError, load_catalog
 from schemas.diff import diff
 from schemas.register import register_catalog
 
@@ -30,9 +29,8 @@ class UsageError(ValueError):
 
 def _settings() -> tuple[dict[str, str], Path]:
     """The environment over the running stack's stack.env (when it exists), and that file's path."""
-    state = Path(os.environ.get("HEADWATER_STATE_DIR") or SCHEMAS_DIR.parent / ".headwater")
-    env_file = state / "stack.env"
-    return {**(read_env(env_file) if env_file.exists() else {}), **os.environ}, env_file
+    env_file = stack_env_file()
+    return stack_settings(env_file), env_file
 
 
 def registry_url(explicit: str | None) -> str:
@@ -112,6 +110,9 @@ def cmd_diff(args: argparse.Namespace, out: Any) -> int:
             raise UsageError(f"unknown event type {event_type!r}")
         try:
             old, new = et.schema(int(old_v.lstrip("v"))), et.schema(int(new_v.lstrip("v")))
+        except CatalogError as exc:  # before ValueError, which it is
+            raise UsageError(f"{exc}: a version not in schemas/catalog.json yet is diffed by its file, e.g. "
+                             f"`diff {et.versions[-1]} <new file>`") from None
         except ValueError:
             raise UsageError("versions are numbers, e.g. `diff page_view 1 2`") from None
     elif len(args.what) == 2:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from common.basic_auth import AuthConfigError
+from common.envfile import pipeline_dir
 from common.kafka_security import KafkaSecurity, KafkaSecurityError
 from common.registry_access import RegistryAccess
 
@@ -38,7 +39,7 @@ class PipelineConfig:
     aggregates_topic: str = "headwater.aggregates"
     subject_prefix: str = "headwater.events."
     aggregate_subject: str = "headwater.aggregates.window_aggregate"
-    output_dir: str = os.path.join(".headwater", "pipeline")  # under the current folder unless set
+    output_dir: str = os.path.join(".headwater", "pipeline")  # from_env: HEADWATER_PIPELINE_DIR, else the state dir's
     nodes_file: str | None = None  # None: the inventory shipped in the package (`packaged.py`)
     lateness: str = "30 seconds"
     max_offsets_per_trigger: int = 200_000
@@ -91,7 +92,7 @@ class PipelineConfig:
             aggregates_topic=get("AGGREGATES_TOPIC", d.aggregates_topic),
             subject_prefix=get("HEADWATER_SUBJECT_PREFIX", d.subject_prefix),
             aggregate_subject=get("HEADWATER_AGGREGATE_SUBJECT", d.aggregate_subject),
-            output_dir=storage_root(get("HEADWATER_PIPELINE_DIR", d.output_dir)),
+            output_dir=storage_root(pipeline_dir(env)),
             nodes_file=_inventory(env.get("HEADWATER_NODE_INVENTORY", "")),
             lateness=lateness,
             max_offsets_per_trigger=_int(env, "HEADWATER_MAX_OFFSETS_PER_TRIGGER", d.max_offsets_per_trigger),

@@ -78,12 +78,22 @@ def live_aggregates_sink(df: DataFrame, bootstrap: str, topic: str, schema_id: i
             .option("kafka.enable.idempotence", "true").option("kafka.acks", "all"))
 
 
+# Rows the console prints per batch; a batch that updates more says "only showing top N rows".
+CONSOLE_ROWS = 500
+
+
+def console_view(df: DataFrame) -> DataFrame:
+    """The aggregates as a reader wants them printed: figures rounded to 2 decimals (no float noise such as
+    80474.60000000002), and no user count (null) for a type whose events carry no user."""
+    return df.select("granularity", "window_start", "event_type", "region", "events",
+                     F.when(F.col("distinct_users") > 0, F.col("distinct_users")).alias("distinct_users"),
+                     *(F.round(c, 2).alias(c) for c in ("value_sum", "value_avg", "value_p95")))
+
+
 def console_sink(df: DataFrame) -> DataStreamWriter:
-    """The live aggregates on stdout (the demo), in update mode."""
-    ordered = df.select("granularity", "window_start", "event_type", "region", "events", "distinct_users",
-                        "value_sum", "value_avg", "value_p95")
-    return ordered.writeStream.format("console").outputMode("update").option("truncate", "false") \
-        .option("numRows", "60")
+    """The live aggregates on stdout (the demo, `run --console`), in update mode."""
+    return console_view(df).writeStream.format("console").outputMode("update").option("truncate", "false") \
+        .option("numRows", str(CONSOLE_ROWS))
 
 
 def start(writer: DataStreamWriter) -> StreamingQuery:

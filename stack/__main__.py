@@ -1,4 +1,4 @@
-"""Command line of the local stack: `python -m stack up|down|status|env|reset|restart-gateways`."""
+"""Command line of the local stack: `python -m stack up|down|status|env|reset|clean|restart-gateways|tail`."""
 
 from __future__ import annotations
 
@@ -6,16 +6,48 @@ import argparse
 import shutil
 import sys
 
+from common.basic_auth import AuthConfigError
+from common.envfile import stack_settings
+from common.kafka_read import KafkaReadError
+from common.kafka_security import KafkaSecurity, KafkaSecurityError
+from common.registry_access import RegistryAccess
+from common.registry_client import RegistryClient
 from stack.config import SINGLE, ConfigError, StackConfig
 from stack.kafka import BrokerError
 from stack.launcher import Stack, running_topology
 from stack.services import ServiceError
+from stack.tail import tail
+
+# What `clean` deletes besides the data: everything a run leaves in the state directory, but the development write
+# key (<state>/gateway/), which the user's own services may hold. The pipeline's outputs go too: their checkpoints
+# name offsets of topics that no longer exist.
+CLEANED = ("logs", "run", "conf", "pipeline", "spark", "console", "demo-spool")
 
 
 def _describe(cfg: StackConfig) -> str:
     t = cfg.topology
     return (f"{t.name} topology: {t.brokers} Kafka node(s), {t.registries} registry instance(s), {t.gateways} "
             f"gateway(s){' behind HAProxy' if t.haproxy else ''}{', Spark standalone' if t.spark else ''}")
+
+
+def _tail(cfg: StackConfig, args: argparse.Namespace) -> int:
+    settings = stack_settings(cfg.env_file)
+    if not settings.get("KAFKA_BOOTSTRAP"):
+        print(f"stack: no KAFKA_BOOTSTRAP in {cfg.env_file} or the environment: run `make up`", file=sys.stderr)
+        return 1
+    try:
+        registry = RegistryClient.of(settings.get("REGISTRY_URL", ""), RegistryAccess.from_env(settings, "TAIL"))
+        tail(settings["KAFKA_BOOTSTRAP"], registry, args.topic, last=args.last, follow=args.follow,
+             say=lambda line: print(line, flush=True), security=KafkaSecurity.from_env(settings, "TAIL"))
+    except (KafkaSecurityError, AuthConfigError) as exc:
+        print(f"stack: {exc}", file=sys.stderr)
+        return 2
+    except KafkaReadError as exc:
+        print(f"stack: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
 
 
 def _run(command: str, asked: StackConfig) -> int:
@@ -46,10 +78,13 @@ def _run(command: str, asked: StackConfig) -> int:
             print(f"stack: {recorded.env_file} does not exist: run `make up`", file=sys.stderr)
             return 1
         print(recorded.env_file.read_text(), end="")
-    elif command == "reset":
-        stack.down()
-        shutil.rmtree(recorded.data_dir, ignore_errors=True)
-        print(f"deleted {recorded.data_dir}")
+    elif command in ("reset", "clean"):
+        stopped = stack.down()
+        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+        for folder in [recorded.data_dir, *(recorded.state_dir / name for name in CLEANED if command == "clean")]:
+            if folder.exists():
+                shutil.rmtree(folder)
+                print(f"deleted {folder}")
     elif command == "restart-gateways":
         if not recorded.topology.haproxy:
             print("stack: restart-gateways needs gateways behind HAProxy (HEADWATER_TOPOLOGY=cluster)", file=sys.stderr)
@@ -67,9 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("status", help="say which processes run")
     sub.add_parser("env", help="print .headwater/stack.env")
     sub.add_parser("reset", help="stop the stack and delete its data (topics, offsets, schemas)")
+    sub.add_parser("clean", help="stop the stack and delete its data, logs, pid files, configs and the pipeline's "
+                                 "outputs (not the jars, not the development write key)")
     sub.add_parser("restart-gateways", help="restart every gateway, one at a time, behind HAProxy")
+    tail_cmd = sub.add_parser("tail", help="a topic's newest records, decoded, as JSON lines (stack.tail)")
+    tail_cmd.add_argument("topic", help="for example headwater.events, headwater.deadletter, headwater.aggregates")
+    tail_cmd.add_argument("-n", "--last", type=int, default=10, help="newest records to show first (default 10)")
+    tail_cmd.add_argument("-f", "--follow", action="store_true", help="then show new records until Ctrl-C")
     args = parser.parse_args(argv)
     try:
+        if args.command == "tail":
+            return _tail(StackConfig.from_env(), args)
         return _run(args.command, StackConfig.from_env())
     except ConfigError as exc:
         print(f"stack: {exc}", file=sys.stderr)

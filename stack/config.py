@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from common.env import env_int
+from common.envfile import state_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The name of HAProxy's client certificate: the gateways believe X-Forwarded-For only from a connection showing it.
@@ -39,6 +40,7 @@ class Topology:
     spark: bool = False
     # TLS on every hop, SASL/SCRAM + ACLs on Kafka (docs/security.md); off: PLAINTEXT Kafka and HTTP on loopback.
     secure: bool = False
+    subscribe: int = 1  # subscription server instances (`subscribe/`); 0: none
 
     @property
     def name(self) -> str:
@@ -56,7 +58,8 @@ class Topology:
 
 
 SINGLE = Topology()
-CLUSTER = Topology(brokers=3, registries=2, gateways=3, haproxy=True, console=True, spark=True, secure=True)
+CLUSTER = Topology(brokers=3, registries=2, gateways=3, haproxy=True, console=True, spark=True, secure=True,
+                   subscribe=2)
 PRESETS = {"single": SINGLE, "cluster": CLUSTER}
 
 
@@ -68,14 +71,16 @@ def topology_from_env(env: Mapping[str, str]) -> Topology:
     preset = PRESETS[name]
     gateways = _int(env, "GATEWAYS", preset.gateways, 1, 16)
     registries = _int(env, "HEADWATER_REGISTRIES", preset.registries, 1, 2)
-    haproxy = _int(env, "HEADWATER_HAPROXY", int(preset.haproxy or gateways > 1 or registries > 1), 0, 1) == 1
-    if not haproxy and (gateways > 1 or registries > 1):
-        raise ConfigError("HEADWATER_HAPROXY=0 needs GATEWAYS=1 and HEADWATER_REGISTRIES=1 (several instances of a "
-                          "service sit behind HAProxy)")
+    subscribe = _int(env, "HEADWATER_SUBSCRIBE_INSTANCES", preset.subscribe, 0, 8)
+    several = gateways > 1 or registries > 1 or subscribe > 1
+    haproxy = _int(env, "HEADWATER_HAPROXY", int(preset.haproxy or several), 0, 1) == 1
+    if not haproxy and several:
+        raise ConfigError("HEADWATER_HAPROXY=0 needs GATEWAYS=1, HEADWATER_REGISTRIES=1 and "
+                          "HEADWATER_SUBSCRIBE_INSTANCES<=1 (several instances of a service sit behind HAProxy)")
     return Topology(
         brokers=_int(env, "HEADWATER_BROKERS", preset.brokers, 1, 9), registries=registries, gateways=gateways,
-        haproxy=haproxy, console=_int(env, "HEADWATER_CONSOLE", int(preset.console), 0, 1) == 1,
-        spark=_int(env, "HEADWATER_CLUSTER_SPARK", int(preset.spark), 0, 1) == 1,
+        haproxy=haproxy, console=_int(env, "HEADWATER_CONSOLES", int(preset.console), 0, 1) == 1,
+        spark=_int(env, "HEADWATER_CLUSTER_SPARK", int(preset.spark), 0, 1) == 1, subscribe=subscribe,
         secure=_int(env, "HEADWATER_SECURE", int(preset.secure), 0, 1) == 1,
     )
 
@@ -91,9 +96,10 @@ class StackConfig:
 
     Every field has an environment variable (documented in docs/local-stack.md and docs/cluster.md):
     HEADWATER_STATE_DIR, HEADWATER_TOPOLOGY (and the counts: HEADWATER_BROKERS, HEADWATER_REGISTRIES, GATEWAYS,
-    HEADWATER_HAPROXY, HEADWATER_CONSOLE, HEADWATER_CLUSTER_SPARK), HEADWATER_KAFKA_PORT,
-    HEADWATER_KAFKA_CONTROLLER_PORT, HEADWATER_REGISTRY_PORT, HEADWATER_GATEWAY_PORT, HEADWATER_CONSOLE_PORT,
-    HEADWATER_CLUSTER_PORT_BASE, HEADWATER_EVENTS_PARTITIONS, HEADWATER_DEADLETTER_PARTITIONS,
+    HEADWATER_HAPROXY, HEADWATER_CONSOLES, HEADWATER_CLUSTER_SPARK, HEADWATER_SUBSCRIBE_INSTANCES),
+    HEADWATER_KAFKA_PORT, HEADWATER_KAFKA_CONTROLLER_PORT, HEADWATER_REGISTRY_PORT, HEADWATER_GATEWAY_PORT,
+    HEADWATER_CONSOLE_PORT, HEADWATER_SUBSCRIBE_PORT, HEADWATER_CLUSTER_PORT_BASE, HEADWATER_EVENTS_PARTITIONS,
+    HEADWATER_DEADLETTER_PARTITIONS,
     HEADWATER_AGGREGATES_PARTITIONS, HEADWATER_KAFKA_HEAP_MB, HEADWATER_KAFKA_FLUSH_MESSAGES,
     HEADWATER_START_TIMEOUT_S, HEADWATER_GATEWAY_WORKERS, HEADWATER_SPARK_WORKER_CORES,
     HEADWATER_SPARK_WORKER_MEMORY_MB.
@@ -101,7 +107,7 @@ class StackConfig:
     The public ports (`gateway_port`, `registry_port`) are what clients use: the only instance's, or HAProxy's
     frontends. One broker listens on HEADWATER_KAFKA_PORT; several, and instances behind HAProxy, on ports from
     HEADWATER_CLUSTER_PORT_BASE (brokers base+1.., controllers base+11.., registries base+21.., gateways base+31..,
-    HAProxy's stats base+99).
+    subscription servers base+41.., the brokers' internal listeners base+51.. (secure), HAProxy's stats base+99).
     """
 
     state_dir: Path
@@ -111,8 +117,10 @@ class StackConfig:
     internal_ports: tuple[int, ...] = (9094,)  # the brokers' own listener (secure topologies only)
     registry_ports: tuple[int, ...] = (8081,)
     gateway_ports: tuple[int, ...] = (8080,)
+    subscribe_ports: tuple[int, ...] = (8082,)
     registry_port: int = 8081
     gateway_port: int = 8080
+    subscribe_port: int = 8082
     console_port: int = 8090
     stats_port: int = 19099
     events_partitions: int = 6
@@ -135,23 +143,27 @@ class StackConfig:
         given, instead of the counts the environment asks for (`down` stops what `up` recorded)."""
         env = os.environ if env is None else env
         topo = topology_from_env(env) if topology is None else topology
-        state = Path(env.get("HEADWATER_STATE_DIR") or REPO_ROOT / ".headwater").resolve()
+        state = state_dir(env)
         base = _int(env, "HEADWATER_CLUSTER_PORT_BASE", 19000, 1024, 65000)
         kafka_port = _int(env, "HEADWATER_KAFKA_PORT", 9092, 1, 65535)
         controller_port = _int(env, "HEADWATER_KAFKA_CONTROLLER_PORT", 9093, 1, 65535)
         registry_port = _int(env, "HEADWATER_REGISTRY_PORT", 8081, 1, 65535)
         gateway_port = _int(env, "HEADWATER_GATEWAY_PORT", 8080, 1, 65535)
+        # like the console's: 8082 beside the default gateway port, else a free port kept in the state directory
+        subscribe_port = _kept_port(env, "HEADWATER_SUBSCRIBE_PORT", 8082, state / "subscribe" / "port", gateway_port)
         several = topo.brokers > 1
         cfg = cls(
             state_dir=state, topology=topo,
             broker_ports=tuple(base + 1 + i for i in range(topo.brokers)) if several else (kafka_port,),
             controller_ports=tuple(base + 11 + i for i in range(topo.brokers)) if several else (controller_port,),
-            internal_ports=(tuple(base + 41 + i for i in range(topo.brokers)) if several
+            internal_ports=(tuple(base + 51 + i for i in range(topo.brokers)) if several
                             else (_int(env, "HEADWATER_KAFKA_INTERNAL_PORT", 9094, 1, 65535),)),
             registry_ports=(tuple(base + 21 + i for i in range(topo.registries)) if topo.haproxy
                             else (registry_port,)),
             gateway_ports=tuple(base + 31 + i for i in range(topo.gateways)) if topo.haproxy else (gateway_port,),
-            registry_port=registry_port, gateway_port=gateway_port,
+            subscribe_ports=(tuple(base + 41 + i for i in range(topo.subscribe)) if topo.haproxy
+                             else (subscribe_port,)),
+            registry_port=registry_port, gateway_port=gateway_port, subscribe_port=subscribe_port,
             console_port=_console_port(env, state, gateway_port), stats_port=base + 99,
             events_partitions=_int(env, "HEADWATER_EVENTS_PARTITIONS", 6, 1, 1000),
             deadletter_partitions=_int(env, "HEADWATER_DEADLETTER_PARTITIONS", 2, 1, 1000),
@@ -181,12 +193,15 @@ class StackConfig:
         brokers = ports(topology.brokers)
         registries = ports(topology.registries)
         gateways = ports(topology.gateways)
-        public = (free_port(), free_port()) if topology.haproxy else (registries[0], gateways[0])
+        subscribe = ports(max(1, topology.subscribe))
+        public = (free_port(), free_port(), free_port()) if topology.haproxy else (registries[0], gateways[0],
+                                                                                   subscribe[0])
         cfg = cls(
             state_dir=state_dir.resolve(), topology=topology, broker_ports=brokers,
             controller_ports=ports(topology.brokers), internal_ports=ports(topology.brokers),
-            registry_ports=registries, gateway_ports=gateways,
-            registry_port=public[0], gateway_port=public[1], console_port=free_port(), stats_port=free_port(),
+            registry_ports=registries, gateway_ports=gateways, subscribe_ports=subscribe,
+            registry_port=public[0], gateway_port=public[1], subscribe_port=public[2],
+            console_port=free_port(), stats_port=free_port(),
             events_partitions=events_partitions, kafka_heap_mb=heap_mb or (384 if several else 1024),
             gateway_workers=1 if topology.gateways > 1 else 2,
         )
@@ -201,10 +216,14 @@ class StackConfig:
             ports += [self.registry_port, self.gateway_port, self.stats_port]
         if self.topology.console:
             ports.append(self.console_port)
+        if self.topology.subscribe:
+            ports += self.subscribe_ports[:self.topology.subscribe]
+            if self.topology.haproxy:
+                ports.append(self.subscribe_port)
         if len(set(ports)) != len(ports):
             raise ConfigError("HEADWATER_KAFKA_PORT, HEADWATER_KAFKA_CONTROLLER_PORT, HEADWATER_REGISTRY_PORT, "
-                              "HEADWATER_GATEWAY_PORT, HEADWATER_CONSOLE_PORT and the instance ports from "
-                              "HEADWATER_CLUSTER_PORT_BASE must all differ")
+                              "HEADWATER_GATEWAY_PORT, HEADWATER_CONSOLE_PORT, HEADWATER_SUBSCRIBE_PORT and the "
+                              "instance ports from HEADWATER_CLUSTER_PORT_BASE must all differ")
 
     @property
     def replication_factor(self) -> int:
@@ -235,6 +254,13 @@ class StackConfig:
     def gateway_url(self) -> str:
         """`localhost` when secure: the name the certificates carry (and every client verifies)."""
         return f"{self.scheme}://{'localhost' if self.topology.secure else '127.0.0.1'}:{self.gateway_port}"
+
+    @property
+    def subscribe_url(self) -> str:
+        """https through HAProxy in a secure topology (HAProxy terminates TLS; the servers listen on loopback)."""
+        if self.topology.secure and self.topology.haproxy:
+            return f"https://localhost:{self.subscribe_port}"
+        return f"http://127.0.0.1:{self.subscribe_port}"
 
     @property
     def registry_url(self) -> str:
@@ -283,9 +309,13 @@ class StackConfig:
 def _console_port(env: Mapping[str, str], state: Path, gateway_port: int) -> int:
     """HEADWATER_CONSOLE_PORT; else 8090 beside the default gateway port; else (a stack on chosen ports) a free
     port, kept in <state>/console/port so that every later `up` finds the same one."""
-    if env.get("HEADWATER_CONSOLE_PORT") or gateway_port == 8080:
-        return _int(env, "HEADWATER_CONSOLE_PORT", 8090, 1, 65535)
-    path = state / "console" / "port"
+    return _kept_port(env, "HEADWATER_CONSOLE_PORT", 8090, state / "console" / "port", gateway_port)
+
+
+def _kept_port(env: Mapping[str, str], name: str, default: int, path: Path, gateway_port: int) -> int:
+    """`name`; else `default` beside the default gateway port; else a free port kept in `path`."""
+    if env.get(name) or gateway_port == 8080:
+        return _int(env, name, default, 1, 65535)
     if path.exists():
         return int(path.read_text())
     with socket.socket() as sock:

@@ -21,6 +21,7 @@ from stack.process import ManagedProcess
 from stack.services import ServiceError
 
 TEMPLATE = REPO_ROOT / "stack" / "conf" / "haproxy.cfg.tmpl"
+SUBSCRIBE_TEMPLATE = REPO_ROOT / "stack" / "conf" / "haproxy-subscribe.cfg.tmpl"
 
 
 def render_config(cfg: StackConfig, gateway_ports: tuple[int, ...] | None = None) -> str:
@@ -31,11 +32,13 @@ def render_config(cfg: StackConfig, gateway_ports: tuple[int, ...] | None = None
     # answering it; another applies it a few ms later), and a dead active one fails over within a health check.
     registries = "\n".join(f"    server registry-{i + 1} 127.0.0.1:{p} check{' backup' if i else ''}"
                            for i, p in enumerate(cfg.registry_ports))
+    tls = tls_settings(cfg)
     return Template(TEMPLATE.read_text()).substitute(
         STATS_SOCKET=str(cfg.run_dir / "haproxy.sock"), GATEWAY_PORT=cfg.gateway_port,
         REGISTRY_PORT=cfg.registry_port, STATS_PORT=cfg.stats_port,
         GATEWAY_SERVERS=servers, REGISTRY_SERVERS=registries, MAX_CONN_PER_SOURCE=cfg.haproxy_max_conn_per_source,
-        MAX_REQUESTS_PER_SOURCE=cfg.haproxy_max_requests_per_source, **tls_settings(cfg),
+        MAX_REQUESTS_PER_SOURCE=cfg.haproxy_max_requests_per_source,
+        SUBSCRIBE_SECTION=_subscribe_section(cfg, tls["BIND_TLS"]), **tls,
     )
 
 
@@ -50,6 +53,17 @@ def tls_settings(cfg: StackConfig) -> dict[str, str]:
     verify = f" ssl verify required ca-file {ca.pem} sni str(localhost)"
     return {"BIND_TLS": f" ssl crt {front}", "GATEWAY_SERVER_TLS": f"{verify} crt {client}",
             "REGISTRY_SERVER_TLS": verify}
+
+
+def _subscribe_section(cfg: StackConfig, bind_tls: str) -> str:
+    """The subscription servers' frontend and backend (none without them): long-lived event streams, TLS at the
+    frontend in a secure topology (the servers listen on loopback only)."""
+    if not cfg.topology.subscribe:
+        return ""
+    servers = "\n".join(f"    server subscribe-{i + 1} 127.0.0.1:{p} check"
+                         for i, p in enumerate(cfg.subscribe_ports[:cfg.topology.subscribe]))
+    return Template(SUBSCRIBE_TEMPLATE.read_text()).substitute(SUBSCRIBE_PORT=cfg.subscribe_port,
+                                                               SUBSCRIBE_SERVERS=servers, BIND_TLS=bind_tls)
 
 
 class HAProxy:

@@ -7,7 +7,6 @@ import base64
 import concurrent.futures
 import shutil
 import socket
-import subprocess
 import time
 import uuid
 from typing import Any
@@ -17,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from stack.config import REPO_ROOT, StackConfig, instance_name
 from stack.kafka_acls import ADMIN
-from stack.process import ManagedProcess
+from stack.process import ManagedProcess, StartWatch, run_while_busy
 from stack.secrets import StackSecrets
 from stack.security import KafkaTls, client_config, format_arguments, listener_properties
 
@@ -157,14 +156,17 @@ class KafkaNode:
         self.props_file.chmod(0o600)  # a secure node's file holds its keystore's password
         self.props_file.write_text(render_properties(node_properties(self.cfg, self.node)))
 
-    def format_storage(self, cluster_id: str) -> None:
+    def format_storage(self, cluster_id: str, scram: list[str]) -> None:
+        """Format the node's log dir unless it is; `scram`: the SCRAM credentials to create (secure stacks)."""
         if (self.data_dir / "meta.properties").exists():
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        scram = format_arguments(StackSecrets(self.cfg.secrets_dir)) if self.cfg.topology.secure else []
         cmd = [*self._java(), "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props_file),
                *(["--standalone"] if self.alone else []), *scram]
-        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+        try:  # three formats at once on a loaded host can take minutes: waited for while the JVM works
+            done = run_while_busy(cmd, self.cfg.start_timeout_s)
+        except TimeoutError as exc:
+            raise BrokerError(f"formatting {self.data_dir}: {exc}") from None
         if done.returncode != 0:
             # Never stdout: with --add-scram it lists the administrator's salted credential.
             raise BrokerError(f"formatting {self.data_dir} failed:\n{done.stderr}")
@@ -177,14 +179,16 @@ class KafkaNode:
         self.process.start([*self._java(), "kafka.Kafka", str(self.props_file)], self.log_dir / "stdout.log")
         return True
 
-    def wait_listening(self, timeout_s: float) -> None:
-        """Wait for the listener first: librdkafka logs every refused connection at error level."""
-        deadline = time.monotonic() + timeout_s
+    def wait_listening(self, quiet_s: float) -> None:
+        """Wait for the listener first (librdkafka logs every refused connection at error level), as long as the
+        JVM's log grows: on a busy host a start can take minutes; a hung one fails after `quiet_s` of silence."""
+        watch = StartWatch(quiet_s, [self.log_dir])
         while not port_open(self.port):
             if self.process.pid() is None:
                 raise BrokerError(f"{self.name} exited during start-up; see {self.log_dir}")
-            if time.monotonic() > deadline:
-                raise BrokerError(f"{self.name}: port {self.port} not open after {timeout_s:.0f}s; see {self.log_dir}")
+            if watch.expired():
+                raise BrokerError(f"{self.name}: port {self.port} not open, and nothing logged for {quiet_s:.0f}s; "
+                                  f"see {self.log_dir}")
             time.sleep(0.1)
 
     def stop(self, timeout_s: float = 60.0) -> bool:
@@ -214,8 +218,10 @@ class Brokers:
             if not (node.data_dir / "meta.properties").exists():
                 cluster_id = cluster_id or self._cluster_id()
         if cluster_id is not None:
+            # The secrets are made once, here: made by the parallel formats, their files raced each other.
+            scram = format_arguments(StackSecrets(self.cfg.secrets_dir)) if self.cfg.topology.secure else []
             with concurrent.futures.ThreadPoolExecutor(len(self.nodes)) as pool:  # JVM starts: in parallel
-                list(pool.map(lambda node: node.format_storage(cluster_id), self.nodes))
+                list(pool.map(lambda node: node.format_storage(cluster_id, scram), self.nodes))
         started = [n for n in self.nodes if n.start_process()]
         try:
             self.wait_ready(len(self.nodes))
@@ -232,17 +238,18 @@ class Brokers:
             path.write_text(kafka_cluster_id())
         return path.read_text().strip()
 
-    def wait_ready(self, brokers: int | None = None, timeout_s: float | None = None) -> None:
-        """Block until `brokers` (default: all) nodes are registered with the quorum (metadata lists them)."""
+    def wait_ready(self, brokers: int | None = None, quiet_s: float | None = None) -> None:
+        """Block until `brokers` (default: all) nodes are registered with the quorum (metadata lists them), for as
+        long as the running nodes' logs show progress (`quiet_s` of silence is a failed start)."""
         count = len(self.nodes) if brokers is None else brokers
-        timeout = timeout_s or float(self.cfg.start_timeout_s)
+        timeout = quiet_s or float(self.cfg.start_timeout_s)
         running = [n for n in self.nodes if n.running()]
         for node in running:
             node.wait_listening(timeout)
         admin = AdminClient({**admin_settings(self.cfg), "socket.connection.setup.timeout.ms": 1000})
-        deadline = time.monotonic() + timeout
+        watch = StartWatch(timeout, [n.log_dir for n in running])
         last = "no metadata"
-        while time.monotonic() < deadline:
+        while not watch.expired():
             if dead := [n.name for n in running if not n.running()]:
                 raise BrokerError(f"{', '.join(dead)} exited during start-up; see {self.cfg.logs_dir}")
             try:
@@ -253,7 +260,7 @@ class Brokers:
             except KafkaException as exc:
                 last = str(exc)
             time.sleep(0.2)
-        raise BrokerError(f"Kafka not ready after {timeout:.0f}s ({last}); see {self.cfg.logs_dir}")
+        raise BrokerError(f"Kafka not ready, and nothing logged for {timeout:.0f}s ({last}); see {self.cfg.logs_dir}")
 
     def warm_up_transactions(self, timeout_s: float = 90.0) -> None:
         """One empty transaction, so the transaction coordinator (and its replicated topic) exists before the first

@@ -107,9 +107,23 @@ def grants(n: Names = Names()) -> dict[str, tuple[Grant, ...]]:
             _topic(n.aggregates_topic, "read", "describe"),
             _group("headwater.console."), reader,
         ),
+        "subscribe": (  # push subscriptions: reads the streams it serves, assigns partitions (never joins a group)
+            _topic(n.events_topic, "read", "describe", prefixed=True),
+            _topic(n.deadletter_topic, "read", "describe"),
+            _topic(n.aggregates_topic, "read", "describe"),
+            _topic(n.rule_output_prefix, "read", "describe", prefixed=True),
+            _group("headwater-subscribe-"),
+        ),
         "loadtest": (  # the load test's reconciliation reads what the gateways wrote
             _topic(n.events_topic, "read", "describe", prefixed=True),
             _group("headwater-reconcile-"), reader,
+        ),
+        "tail": (  # `python -m stack tail`: reads back what the stack's topics hold, never writes
+            _topic(n.events_topic, "read", "describe", prefixed=True),
+            _topic(n.deadletter_topic, "read", "describe"),
+            _topic(n.aggregates_topic, "read", "describe"),
+            _topic(n.rule_output_prefix, "read", "describe", prefixed=True),
+            reader,
         ),
     }
 

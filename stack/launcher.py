@@ -1,5 +1,6 @@
-"""Starts the stack of any topology in order (brokers, topics, registries, HAProxy, schemas, gateways, console,
-Spark), records its endpoints in stack.env, and stops it in reverse; also the rolling restart of the gateways."""
+"""Starts the stack of any topology in order (brokers, topics, registries, HAProxy, schemas, gateways, subscription
+servers, console, Spark), records its endpoints in stack.env, and stops it in reverse; also the rolling restart of
+the gateways."""
 
 from __future__ import annotations
 
@@ -13,13 +14,21 @@ from common.envfile import write_env
 from common.registry_client import RegistryClient, RegistryClientError
 from schemas.catalog import CatalogError, load_catalog
 from schemas.register import register_catalog
-from stack.config import StackConfig, Topology
+from stack.config import ConfigError, StackConfig, Topology
 from stack.haproxy import HAProxy
 from stack.kafka import Brokers, admin_settings
 from stack.process import ManagedProcess
 from stack.secrets import StackSecrets
 from stack.security import provision
-from stack.services import ServiceError, console_service, dev_write_key, gateway_service, registry_service
+from stack.services import (
+    ServiceError,
+    console_service,
+    dev_read_key,
+    dev_write_key,
+    gateway_service,
+    registry_service,
+    subscribe_service,
+)
 from stack.topics import (
     AGGREGATES_TOPIC,
     DEADLETTER_TOPIC,
@@ -49,6 +58,8 @@ def running_topology(cfg: StackConfig) -> Topology | None:
         return Topology.from_json(cfg.topology_file.read_text())
     except FileNotFoundError:
         return None
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{cfg.topology_file} is unreadable ({exc}); delete it if nothing runs") from None
 
 
 def _parallel(fn: Callable[[int], T], indexes: Sequence[int]) -> list[T]:
@@ -112,6 +123,9 @@ class Stack:
         env.update({"GATEWAY_URL": self.cfg.gateway_url, "HEADWATER_WRITE_KEY": dev_write_key(self.cfg)})
         if topo.haproxy:
             env["HAPROXY_STATS_URL"] = f"http://127.0.0.1:{self.cfg.stats_port}/stats"
+        if topo.subscribe:
+            started += self.start_subscribers(env)
+            env.update({"SUBSCRIBE_URL": self.cfg.subscribe_url, "HEADWATER_READ_KEY": dev_read_key(self.cfg)})
         if topo.console:
             console = console_service(self.cfg)
             if console.start(self.cfg, env):
@@ -154,6 +168,16 @@ class Stack:
             self.haproxy.wait_servers_up("gateways", self.cfg.topology.gateways)
         return [gateway_service(self.cfg, i).name for i in todo]
 
+    def start_subscribers(self, env: Mapping[str, str]) -> list[str]:
+        """Start every subscription server not running (each needs Kafka and the registry only)."""
+        todo = [i for i in range(1, self.cfg.topology.subscribe + 1)
+                if subscribe_service(self.cfg, i).process(self.cfg).pid() is None]
+        dev_read_key(self.cfg)  # created once here, not by the parallel starts below
+        _parallel(lambda i: subscribe_service(self.cfg, i).start(self.cfg, env), todo)
+        if self.cfg.topology.haproxy:
+            self.haproxy.wait_servers_up("subscribers", self.cfg.topology.subscribe)
+        return [subscribe_service(self.cfg, i).name for i in todo]
+
     def start_registry(self, index: int) -> None:
         registry_service(self.cfg, index).start(self.cfg, self.endpoints())
         if self.cfg.topology.haproxy:
@@ -184,6 +208,8 @@ class Stack:
             spark.stop()
         if topo.console:
             stopped += ["console"] if console_service(self.cfg).process(self.cfg).stop() else []
+        stopped += [subscribe_service(self.cfg, i).name for i in range(topo.subscribe, 0, -1)
+                    if subscribe_service(self.cfg, i).process(self.cfg).stop(15)]
         stopped += [gateway_service(self.cfg, i).name for i in range(topo.gateways, 0, -1)
                     if self.gateway_process(i).stop(30)]
         if self.haproxy.stop():
@@ -202,6 +228,8 @@ class Stack:
                        for i in range(1, topo.registries + 1)})
         status.update({gateway_service(self.cfg, i).name: self.gateway_process(i).pid() is not None
                        for i in range(1, topo.gateways + 1)})
+        status.update({subscribe_service(self.cfg, i).name: subscribe_service(self.cfg, i).process(self.cfg).pid()
+                       is not None for i in range(1, topo.subscribe + 1)})
         if topo.haproxy:
             status["haproxy"] = self.haproxy.running()
         if topo.console:

@@ -4,15 +4,17 @@ each component's Kafka SCRAM password, the registry's users file (salted hashes)
 
 | principal | Kafka | registry role |
 | --- | --- | --- |
-| gateway, deadletter, console, loadtest | its own SCRAM user (stack/kafka_acls.py) | read |
+| gateway, deadletter, console, loadtest, subscribe | its own SCRAM user (stack/kafka_acls.py) | read |
 | pipeline, rules | its own SCRAM user | write (its own new subjects) |
 | admin (the stack itself, the schemas CLI) | super user | admin |
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,18 +23,27 @@ from stack.kafka_acls import ADMIN, PRINCIPALS
 
 REGISTRY_ROLES = {ADMIN: "admin", "pipeline": "write", "rules": "write"}  # everyone else: read
 # Components whose commands run from an operator's shell (stack.env names their credentials for them).
-TOOLS = ("pipeline", "rules", "deadletter", "console", "loadtest")
+TOOLS = ("pipeline", "rules", "deadletter", "console", "loadtest", "tail")
 
 
-def _private_file(path: Path, text: str) -> None:
+def _private_file(path: Path, text: str, *, keep_existing: bool = False) -> None:
+    """Write `text` to `path` (mode 0600) atomically; with keep_existing, the first writer wins and later ones leave
+    its file alone (the brokers format their storage in parallel and each asks for the same passwords)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.parent.chmod(0o700)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        os.fchmod(out.fileno(), 0o600)
-        out.write(text)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as out:
+            os.fchmod(out.fileno(), 0o600)
+            out.write(text)
+        if keep_existing:
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+        else:
+            os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 @dataclass(frozen=True)
@@ -42,8 +53,10 @@ class StackSecrets:
     root: Path
 
     def _kept(self, path: Path, make: str) -> str:
+        """The secret in `path`, made once: of several threads or processes making it at once, the first file
+        linked in place wins and every caller reads that one."""
         if not path.exists():
-            _private_file(path, make + "\n")
+            _private_file(path, make + "\n", keep_existing=True)
         return path.read_text().strip()
 
     def kafka_password_file(self, principal: str) -> Path:

@@ -1,5 +1,5 @@
-"""The stack's Python HTTP services (registries, gateways, the console): how each instance starts, when it is ready,
-what it publishes."""
+"""The stack's Python HTTP services (registries, gateways, subscription servers, the console): how each instance
+starts, when it is ready, what it publishes."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from common.tls import client_context
 from stack.certs import CertificateAuthority
 from stack.config import HAPROXY_CLIENT_NAME, REPO_ROOT, StackConfig, instance_name
-from stack.process import ManagedProcess
+from stack.process import ManagedProcess, StartWatch
 from stack.secrets import StackSecrets
 
 
@@ -48,7 +48,7 @@ class HttpService:
         proc = self.process(cfg)
         started = False
         if proc.pid() is None:
-            env = {**_base_env(), **stack_env, **self.env}
+            env = {**_base_env(cfg), **stack_env, **self.env}
             proc.start([sys.executable, "-m", self.module, *self.args], cfg.logs_dir / f"{self.name}.log",
                        env=env, cwd=REPO_ROOT)
             started = True
@@ -56,11 +56,14 @@ class HttpService:
         return started
 
     def wait_ready(self, cfg: StackConfig, proc: ManagedProcess) -> None:
+        """Until GET <ready_path> answers 200, as long as the service's log grows (HEADWATER_START_TIMEOUT_S of
+        silence is a failed start)."""
         url = f"{'https://localhost' if self.ca_file else 'http://127.0.0.1'}:{self.port}{self.ready_path}"
         context = client_context(self.ca_file) if self.ca_file else None
-        deadline = time.monotonic() + cfg.start_timeout_s
+        log = cfg.logs_dir / f"{self.name}.log"
+        watch = StartWatch(cfg.start_timeout_s, [log])
         last = "no answer"
-        while time.monotonic() < deadline:
+        while not watch.expired():
             if proc.pid() is None:
                 raise ServiceError(f"{self.name} exited during start-up; see {cfg.logs_dir / (self.name + '.log')}")
             try:
@@ -74,12 +77,13 @@ class HttpService:
                 last = str(exc)
             time.sleep(0.2)
         proc.stop(10)
-        raise ServiceError(f"{self.name} not ready at {url} after {cfg.start_timeout_s}s ({last}); "
-                           f"see {cfg.logs_dir / (self.name + '.log')}")
+        raise ServiceError(f"{self.name} not ready at {url}, and nothing logged for {cfg.start_timeout_s}s ({last}); "
+                           f"see {log}")
 
 
-def _base_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+def _base_env(cfg: StackConfig) -> dict[str, str]:
+    """The caller's environment, with this stack's state directory (a service that reads it reads this stack's)."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "HEADWATER_STATE_DIR": str(cfg.state_dir)}
 
 
 def registry_service(cfg: StackConfig, index: int = 1) -> HttpService:
@@ -129,6 +133,19 @@ def dev_write_key(cfg: StackConfig) -> str:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text("hw_" + secrets.token_urlsafe(32) + "\n")
+        tmp.chmod(0o600)
+        os.replace(tmp, path)
+    return path.read_text().strip()
+
+
+def dev_read_key(cfg: StackConfig) -> str:
+    """The stack's development read key (every stream), created once in <state>/subscribe/dev-read-key (mode 0600);
+    only its SHA-256 reaches the subscription servers, the key itself goes to stack.env (HEADWATER_READ_KEY)."""
+    path = cfg.state_dir / "subscribe" / "dev-read-key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("hwr_" + secrets.token_urlsafe(32) + "\n")
         tmp.chmod(0o600)
         os.replace(tmp, path)
     return path.read_text().strip()
@@ -205,6 +222,22 @@ def console_service(cfg: StackConfig) -> HttpService:
                                           **client_env(cfg, "console")}))
 
 
+def subscribe_service(cfg: StackConfig, index: int = 1) -> HttpService:
+    """Subscription server `index` (`subscribe/`): pushes streams to HTTP clients; ready once Kafka answers."""
+    def env() -> dict[str, str]:
+        digest = hashlib.sha256(dev_read_key(cfg).encode()).hexdigest()
+        return {"HEADWATER_SUBSCRIBE_HOST": "127.0.0.1",
+                "HEADWATER_SUBSCRIBE_PORT": str(cfg.subscribe_ports[index - 1]),
+                "HEADWATER_SUBSCRIBE_READ_KEYS": f"dev:{digest}:*", **client_env(cfg, "subscribe")}
+
+    return HttpService(name=instance_name("subscribe", index, cfg.topology.subscribe), module="subscribe",
+                       port=cfg.subscribe_ports[index - 1], ready_path="/readyz", env=_Lazy(env))
+
+
+def subscribers(cfg: StackConfig) -> list[HttpService]:
+    return [subscribe_service(cfg, i + 1) for i in range(cfg.topology.subscribe)]
+
+
 def registries(cfg: StackConfig) -> list[HttpService]:
     return [registry_service(cfg, i + 1) for i in range(cfg.topology.registries)]
 
@@ -215,4 +248,5 @@ def gateways(cfg: StackConfig, extra_env: Mapping[str, str] | None = None) -> li
 
 def services(cfg: StackConfig) -> list[HttpService]:
     """Every service instance `up` starts after Kafka, in order (`down` stops them in reverse order)."""
-    return [*registries(cfg), *gateways(cfg), *([console_service(cfg)] if cfg.topology.console else [])]
+    return [*registries(cfg), *gateways(cfg), *subscribers(cfg),
+            *([console_service(cfg)] if cfg.topology.console else [])]

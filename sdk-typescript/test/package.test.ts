@@ -10,6 +10,7 @@ const EXPORTED = [
   "BatchRejectedError", "ConfigError", "DEFAULTS", "DeliveryError", "EventRejectedError", "EventsDroppedError", "Headwater",
   "HeadwaterError", "InvalidEventError", "MemoryTransport", "RetryableStatusError", "SDK_NAME", "SpoolLockedError", "TransportError",
   "USER_AGENT", "UndeliveredError", "VERSION", "envName",
+  "Subscription", "SubscriptionError", "subscribe", // live subscriptions (src/subscribe.ts)
 ];
 const PKG = join(import.meta.dirname, "..", "..");
 

@@ -110,7 +110,7 @@ def test_control_and_reordering_characters_are_escaped() -> None:
 def test_replay_waits_for_an_unreachable_registry_then_fails_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
 
-    def down(url: str, topics: Any) -> Any:
+    def down(url: str, topics: Any, **_: Any) -> Any:
         calls.append(url)
         raise RegistryUnavailable("registry unreachable")
 

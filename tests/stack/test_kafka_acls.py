@@ -19,7 +19,8 @@ def writers(topic: str) -> set[str]:
 
 
 def test_one_principal_per_component() -> None:
-    assert set(PRINCIPALS) == {"gateway", "registry", "pipeline", "rules", "deadletter", "console", "loadtest"}
+    assert set(PRINCIPALS) == {"gateway", "registry", "pipeline", "rules", "deadletter", "console", "loadtest",
+                               "subscribe", "tail"}
 
 
 def test_who_writes_what() -> None:
@@ -33,8 +34,8 @@ def test_who_writes_what() -> None:
     assert writers("anything.else") == set()
 
 
-def test_console_and_loadtest_only_read() -> None:
-    for principal in ("console", "loadtest"):
+def test_console_loadtest_subscribe_and_tail_only_read() -> None:
+    for principal in ("console", "loadtest", "subscribe", "tail"):
         assert all(op in ("read", "describe") for g in grants()[principal] for op in g.operations)
 
 

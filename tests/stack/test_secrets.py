@@ -39,3 +39,13 @@ def test_tools_env_names_each_tool_its_own_principal(tmp_path: Path) -> None:
     assert RegistryAccess.from_env(env, "SCHEMAS").user == "admin"
     assert RegistryAccess.from_env(env, "DEADLETTER").user == "deadletter"
     assert KafkaSecurity.from_env(s.tools_env(None), "RULES").protocol == "PLAINTEXT"  # a PLAINTEXT stack
+
+
+def test_a_secret_made_by_several_threads_at_once_is_one_secret(tmp_path: Path) -> None:
+    """The brokers' storage formats, run in parallel, each made the password files and raced on one temp file."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = StackSecrets(tmp_path)
+    with ThreadPoolExecutor(8) as pool:
+        seen = set(pool.map(lambda _: store.kafka_password_file("rules").read_text(), range(32)))
+    assert len(seen) == 1 and sorted(p.name for p in (tmp_path / "kafka").iterdir()) == ["rules.password"]

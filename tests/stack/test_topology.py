@@ -13,7 +13,7 @@ import pytest
 from stack.config import CLUSTER, HAPROXY_CLIENT_NAME, SINGLE, ConfigError, StackConfig, Topology, topology_from_env
 from stack.haproxy import HAProxy, render_config
 from stack.kafka import Brokers, node_properties
-from stack.launcher import Stack
+from stack.launcher import Stack, running_topology
 from stack.services import gateway_env, services
 from stack.topics import topic_specs
 
@@ -115,7 +115,8 @@ def test_counts_are_set_one_by_one_and_several_instances_need_haproxy(tmp_path: 
         topology_from_env({"HEADWATER_REGISTRIES": "2", "HEADWATER_HAPROXY": "0"})
     cfg = StackConfig.from_env({**env, "GATEWAYS": "3"})
     assert cfg.bootstrap == "127.0.0.1:9092" and len(set(cfg.gateway_ports)) == 3 and cfg.gateway_port == 8080
-    assert [s.name for s in services(cfg)] == ["registry", "gateway-1", "gateway-2", "gateway-3", "console"]
+    assert [s.name for s in services(cfg)] == ["registry", "gateway-1", "gateway-2", "gateway-3", "subscribe",
+                                               "console"]
 
 
 @pytest.mark.unit
@@ -138,5 +139,15 @@ def test_down_and_status_follow_the_recorded_topology(tmp_path: Path) -> None:
     assert Topology.from_json("cluster\n") == CLUSTER  # what earlier versions wrote
     status = Stack(cfg).status()
     assert set(status) == {"kafka-1", "kafka-2", "kafka-3", "registry-1", "registry-2", "gateway-1", "gateway-2",
-                           "gateway-3", "haproxy", "console", "spark-master", "spark-worker"}
+                           "gateway-3", "subscribe-1", "subscribe-2", "haproxy", "console", "spark-master",
+                           "spark-worker"}
     assert not any(status.values())
+
+
+@pytest.mark.unit
+def test_an_unreadable_topology_record_is_a_config_error(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path)
+    cfg.topology_file.parent.mkdir(parents=True, exist_ok=True)
+    cfg.topology_file.write_text('{"brokers": "many", "colour": 1}')
+    with pytest.raises(ConfigError, match="topology is unreadable"):
+        running_topology(cfg)

@@ -8,3 +8,4 @@ export type { DeliveryReport } from "./sender.js";
 export { type HttpRequest, type HttpResponse, MemoryTransport, type Transport } from "./transport.js";
 export { SDK_NAME, USER_AGENT, VERSION } from "./version.js";
 export type { Codec } from "./compress.js";
+export { subscribe, Subscription, SubscriptionError, type StreamRecord, type SubscribeOptions } from "./subscribe.js";

@@ -1,7 +1,7 @@
 "use strict";
 /** Headwater's Node.js SDK: the public API (everything else is internal). */
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.VERSION = exports.USER_AGENT = exports.SDK_NAME = exports.MemoryTransport = exports.UndeliveredError = exports.TransportError = exports.SpoolLockedError = exports.RetryableStatusError = exports.InvalidEventError = exports.HeadwaterError = exports.EventsDroppedError = exports.EventRejectedError = exports.DeliveryError = exports.ConfigError = exports.BatchRejectedError = exports.envName = exports.DEFAULTS = exports.Headwater = void 0;
+exports.SubscriptionError = exports.Subscription = exports.subscribe = exports.VERSION = exports.USER_AGENT = exports.SDK_NAME = exports.MemoryTransport = exports.UndeliveredError = exports.TransportError = exports.SpoolLockedError = exports.RetryableStatusError = exports.InvalidEventError = exports.HeadwaterError = exports.EventsDroppedError = exports.EventRejectedError = exports.DeliveryError = exports.ConfigError = exports.BatchRejectedError = exports.envName = exports.DEFAULTS = exports.Headwater = void 0;
 var client_js_1 = require("./client.js");
 Object.defineProperty(exports, "Headwater", { enumerable: true, get: function () { return client_js_1.Headwater; } });
 var config_js_1 = require("./config.js");
@@ -25,3 +25,7 @@ var version_js_1 = require("./version.js");
 Object.defineProperty(exports, "SDK_NAME", { enumerable: true, get: function () { return version_js_1.SDK_NAME; } });
 Object.defineProperty(exports, "USER_AGENT", { enumerable: true, get: function () { return version_js_1.USER_AGENT; } });
 Object.defineProperty(exports, "VERSION", { enumerable: true, get: function () { return version_js_1.VERSION; } });
+var subscribe_js_1 = require("./subscribe.js");
+Object.defineProperty(exports, "subscribe", { enumerable: true, get: function () { return subscribe_js_1.subscribe; } });
+Object.defineProperty(exports, "Subscription", { enumerable: true, get: function () { return subscribe_js_1.Subscription; } });
+Object.defineProperty(exports, "SubscriptionError", { enumerable: true, get: function () { return subscribe_js_1.SubscriptionError; } });
