@@ -64,10 +64,10 @@ test: setup setup-haproxy lint test-go test-ts test-pythons
 test-pythons: setup
 	@bash sdk-python/scripts/test-pythons.sh
 
-# The TypeScript SDK: strict type check, lint, node:test (built by setup).
+# The TypeScript SDK: strict type check, lint, the committed dist/ is the build of src/, node:test (built by setup).
 test-ts: setup
 	@cd sdk-typescript && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/eslint . \
-		&& node --test build/test/*.test.js
+		&& node scripts/build.mjs check && node --test build/test/*.test.js
 
 test-unit: setup
 	@$(PY) -m pytest -m unit $(PYTEST_ARGS)
@@ -166,9 +166,12 @@ loadtest: setup
 loadtest-distributed: setup
 	@$(PY) -m loadtest.run $(LOADTEST_ARGS) --workers $(WORKERS)
 
-# The Go SDK: vet and the race-enabled unit tests (the integration test runs in pytest: tests/sdk_go/).
+# The Go SDK: vet, staticcheck (pinned, installed by setup) and the race-enabled unit tests (the integration
+# tests run in pytest: tests/sdk_go/).
 test-go: setup
-	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
+	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local ../.headwater/bin/staticcheck ./... \
+		&& (cd bench && GOTOOLCHAIN=local ../../.headwater/bin/staticcheck ./...) \
+		&& GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
 
 # Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/README.md, "Benchmark").
 bench-go: setup

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	headwater "github.com/headwater-dev/headwater-go"
+	headwater "github.com/headwater-dev/headwater/sdk-go"
 )
 
 func main() {
