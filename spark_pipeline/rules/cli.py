@@ -26,6 +26,7 @@ import fastavro
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient, RegistryClientError
 from spark_pipeline import enrich
 from spark_pipeline.config import PipelineConfig
@@ -122,6 +123,14 @@ def check_output(name: str, schema: StructType) -> None:
                                                     "nested columns with AS") from None
 
 
+def applied_by(security: KafkaSecurity) -> str:
+    """Who applies a rule: the authenticated Kafka principal when the cluster has authentication (its ACLs let
+    only the rules principal write the rules topic), then the operator's login and host for the record."""
+    local = f"{getpass.getuser()}@{socket.gethostname()}"
+    who = f"User:{security.username} ({local})" if security.sasl else local
+    return who[: model.MAX_APPLIED_BY_CHARS]
+
+
 def apply(cfg: PipelineConfig, path: Path, name: str | None) -> int:
     sql = read_sql(path)
     name = model.check_name(name or path.stem)
@@ -150,7 +159,7 @@ def apply(cfg: PipelineConfig, path: Path, name: str | None) -> int:
         store.ensure_output_topic(cfg.bootstrap, name, compacted=bool(analysis.aggregation),
                                   security=cfg.kafka_security)
         rule = Rule(name, sql, (previous.version + 1) if previous else 1, int(time.time() * 1000),
-                    f"{getpass.getuser()}@{socket.gethostname()}"[: model.MAX_APPLIED_BY_CHARS], schema_id,
+                    applied_by(cfg.kafka_security), schema_id,
                     analysis.key_columns, analysis.aggregation, analysis.output_mode, uid=uuid.uuid4().hex[:12])
         rules_store.put(rule)
     finally:
