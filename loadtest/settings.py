@@ -38,6 +38,14 @@ def _number(env: Mapping[str, str], name: str, default: float, lo: float, hi: fl
     return value
 
 
+def _ca_bundle(env: Mapping[str, str], stack: Mapping[str, str]) -> str:
+    """HEADWATER_CA_BUNDLE (the environment's, else stack.env's: a secure stack's private CA), a readable file."""
+    path = env.get("HEADWATER_CA_BUNDLE") or stack.get("HEADWATER_CA_BUNDLE", "")
+    if path and not os.access(path, os.R_OK):
+        raise SettingsError(f"HEADWATER_CA_BUNDLE={path!r} is not a readable file")
+    return path
+
+
 def _integer(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
     value = _number(env, name, default, lo, hi)
     if value != int(value):
@@ -63,6 +71,7 @@ class LoadSettings:
     spawn_rate: float = 50.0        # users started per second by the shapes
     zstd_level: int = 3
     seed: int = 7
+    ca_bundle: str = ""             # a PEM file of CA certificates for an https gateway ("": the system store)
 
     @property
     def interval_s(self) -> float:
@@ -108,6 +117,7 @@ class LoadSettings:
             spawn_rate=_number(env, "HEADWATER_LT_SPAWN_RATE", 50.0, 0.1, 1e6),
             zstd_level=_integer(env, "HEADWATER_LT_ZSTD_LEVEL", 3, 1, 19),
             seed=_integer(env, "HEADWATER_LT_SEED", 7, 0, 2**31),
+            ca_bundle=_ca_bundle(env, stack),
         )
         if settings.users > settings.nodes:
             raise SettingsError(f"HEADWATER_LT_USERS={settings.users} exceeds HEADWATER_LT_NODES={settings.nodes}: "
