@@ -1,5 +1,7 @@
 """The cluster profile on free ports for the whole session (3 brokers, 2 registries, 3 gateways, HAProxy), started
-once and shared by every fault test of tests/cluster/."""
+once and shared by every fault test of tests/cluster/. The fault suite runs the topology without its security
+(plain listeners, no ACLs): it measures what faults cost, and its probes talk to each instance directly; the
+secured cluster itself is started and used end to end by tests/cluster/test_secure_cluster.py."""
 
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ CLUSTER_GATEWAY_ENV = {
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, dict[str, str]]]:
     """The running profile and its stack.env; a machine without HAProxy fails here (`make setup-haproxy`)."""
     HAProxy.binary()
-    topology = replace(CLUSTER, console=False, spark=False)  # tests/cluster/spark_fault.py starts its own Spark
+    # tests/cluster/spark_fault.py starts its own Spark
+    topology = replace(CLUSTER, console=False, spark=False, secure=False)
     cfg = StackConfig.on_free_ports(tmp_path_factory.mktemp("cluster"), free_port, topology, events_partitions=6)
     profile = Stack(cfg, gateway_env=CLUSTER_GATEWAY_ENV)
     try:
