@@ -135,7 +135,10 @@ def drain(consumer: Consumer, topic: str, starts: Mapping[int, int], ends: Mappi
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(partition)
+                    # read_committed stops at the last stable offset: an open transaction (a producer killed
+                    # mid-transaction, until the broker aborts it) holds it below `ends`. Done only at the end.
+                    if (msg.offset() or 0) >= ends.get(partition, 0):
+                        pending.discard(partition)
                 elif err.retriable():
                     retriable = err  # librdkafka retries these itself; reported if the read then times out
                 else:
@@ -196,10 +199,14 @@ def _consumer(bootstrap: str, committed: bool, security: KafkaSecurity | None) -
 
 def read_to_end(bootstrap: str, topic: str, *, start: Mapping[int, int] | None = None, since_ms: int | None = None,
                 committed: bool = True, timeout_s: float | None = 60.0, stall_s: float = 30.0,
-                missing_ok: bool = False, security: KafkaSecurity | None = None) -> Generator[Message, None, None]:
+                missing_ok: bool = False, security: KafkaSecurity | None = None,
+                through_open_transactions: bool = False) -> Generator[Message, None, None]:
     """Every readable record of `topic` from `start` (partition -> offset; partitions not named start at the
-    beginning) or from `since_ms`, up to the end each partition had when the read began. `security`: the
-    reader's Kafka credentials (common/kafka_security.py; default PLAINTEXT)."""
+    beginning) or from `since_ms`, up to the end each partition had when the read began: for a committed read,
+    its last stable offset (an open transaction does not hold the read up), or with `through_open_transactions`
+    the log's end, waiting until the transactions open then end (an audit: records committed behind a producer
+    killed mid-transaction are read once the broker aborts its transaction). `security`: the reader's Kafka
+    credentials (common/kafka_security.py; default PLAINTEXT)."""
     consumer = _consumer(bootstrap, committed, security)
     try:
         try:
@@ -208,12 +215,24 @@ def read_to_end(bootstrap: str, topic: str, *, start: Mapping[int, int] | None =
             if missing_ok:
                 return
             raise
-        ends = end_offsets(consumer, topic, parts)
+        ends = (_log_ends(bootstrap, topic, parts, security) if committed and through_open_transactions
+                else end_offsets(consumer, topic, parts))
         if since_ms is not None:
             starts = offsets_since(consumer, topic, parts, since_ms)
         else:
             starts = {p: (start or {}).get(p, OFFSET_BEGINNING) for p in parts}
         yield from drain(consumer, topic, starts, ends, timeout_s=timeout_s, stall_s=stall_s)
+    finally:
+        consumer.close()
+
+
+def _log_ends(bootstrap: str, topic: str, parts: list[int], security: KafkaSecurity | None) -> dict[int, int]:
+    """The log's ends, open transactions included: a read_committed consumer's own watermark is the last stable
+    offset, which an open transaction (a producer killed mid-transaction, until the broker aborts it) holds back,
+    so reading "to the end" from it would silently stop before records already committed behind it."""
+    consumer = _consumer(bootstrap, False, security)
+    try:
+        return end_offsets(consumer, topic, parts)
     finally:
         consumer.close()
 

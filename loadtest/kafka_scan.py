@@ -118,7 +118,10 @@ def scan(bootstrap: str, topic: str, registry_url: str, *, since_ms: int, produc
     """Every committed record of `producers` written at or after `since_ms`, up to the topic's current end."""
     schemas = WriterSchemas(registry_url, access)
     try:
-        for msg in read_to_end(bootstrap, topic, since_ms=since_ms, timeout_s=timeout_s, security=security):
+        # An audit reads through transactions open at its start (a gateway killed mid-transaction holds the last
+        # stable offset until the broker aborts it; what was committed behind it must be counted, not missed).
+        for msg in read_to_end(bootstrap, topic, since_ms=since_ms, timeout_s=timeout_s, security=security,
+                               through_open_transactions=True):
             headers = msg.headers()
             pid = _header(headers, "producer_id")
             if pid not in producers:

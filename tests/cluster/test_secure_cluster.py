@@ -24,23 +24,30 @@ from common.kafka_security import KafkaSecurity
 from stack.config import CLUSTER, StackConfig
 from stack.haproxy import HAProxy
 from stack.launcher import Stack
+from tests.gateway.helpers import batch, dumps, json_headers, page_view, zstd
 from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 EVENTS = 400
+CLIENT = "127.0.0.3"  # the test client's own loopback address, distinct from HAProxy's
 
 
 @pytest.fixture(scope="module")
-def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, dict[str, str]]]:
     HAProxy.binary()
     topology = replace(CLUSTER, console=False, spark=False, subscribe=0, gateways=2)
     assert topology.secure
     cfg = StackConfig.on_free_ports(tmp_path_factory.mktemp("secure-cluster"), free_port, topology)
     stack = Stack(cfg)
     try:
-        yield stack.up().env
+        yield stack, stack.up().env
     finally:
         stack.down()
+
+
+@pytest.fixture()
+def secure_cluster(secured: tuple[Stack, dict[str, str]]) -> dict[str, str]:
+    return secured[1]
 
 
 def _server_metric(i: int, run: str) -> dict[str, object]:
@@ -87,3 +94,36 @@ def test_an_anonymous_registry_write_is_refused(secure_cluster: dict[str, str]) 
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=30, context=context)
     assert refused.value.code == 401
+
+
+def _post_from(url: str, ca: str, env: dict[str, str], marker: str) -> int:
+    """One batch over HTTPS from CLIENT's address, with a forged X-Forwarded-For."""
+    host, _, port = url.removeprefix("https://").partition(":")
+    conn = http.client.HTTPSConnection(host, int(port), timeout=30, source_address=(CLIENT, 0),
+                                       context=ssl.create_default_context(cafile=ca))
+    try:
+        headers = {**json_headers(env["HEADWATER_WRITE_KEY"]), "X-Forwarded-For": "6.6.6.6"}
+        conn.request("POST", "/v1/batch", zstd(dumps(batch(page_view(0, marker)))), headers)
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def _client_ip(env: dict[str, str], marker: str) -> str:
+    reader = KafkaSecurity.from_env(env, "LOADTEST")
+    records = [m for m in read_to_end(env["KAFKA_BOOTSTRAP"], "headwater.events", security=reader, timeout_s=120)
+               if marker.encode() in (m.value() or b"")]
+    assert len(records) == 1, records
+    value = dict(records[0].headers() or [])["client_ip"]
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def test_forwarded_for_is_believed_from_haproxys_certificate_only(secured: tuple[Stack, dict[str, str]]) -> None:
+    stack, env = secured
+    ca = env["HEADWATER_CA_BUNDLE"]
+    via_lb, direct = uuid.uuid4().hex, uuid.uuid4().hex
+    assert _post_from(env["GATEWAY_URL"], ca, env, via_lb) == 200
+    # HAProxy (its client certificate proves it) appended the client's address after the forged one.
+    assert _client_ip(env, via_lb) == CLIENT
+    assert _post_from(f"https://localhost:{stack.cfg.gateway_ports[0]}", ca, env, direct) == 200
+    assert _client_ip(env, direct) == CLIENT  # not 6.6.6.6: a client without the proxy's certificate is no proxy

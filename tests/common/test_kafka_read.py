@@ -235,3 +235,22 @@ def test_a_read_stopped_early_closes_its_consumer(bootstrap: str, many: str) -> 
     assert next(reader).value() is not None
     reader.close()  # the generator's finally closes the consumer
     assert len(read_values(bootstrap, many, timeout_s=20)) == 2000
+
+
+def test_an_audit_reads_through_an_open_transaction_when_it_ends(bootstrap: str) -> None:
+    """A producer killed mid-transaction holds the last stable offset below the end until the broker aborts its
+    transaction. An audit (through_open_transactions) waits for the committed records behind it: a fault test's
+    reconciliation once counted them as lost."""
+    topic = new_topic(bootstrap, partitions=1)
+    write(bootstrap, topic, [(0, b"before")])
+    hanging = tx_producer(bootstrap)
+    hanging.begin_transaction()
+    hanging.produce(topic, value=b"aborted", partition=0)
+    assert hanging.flush(30) == 0
+    write(bootstrap, topic, [(0, b"after")])  # committed, but behind the open transaction
+    timer = threading.Timer(2.0, lambda: hanging.abort_transaction(30))
+    timer.start()
+    try:
+        assert read_values(bootstrap, topic, timeout_s=60, through_open_transactions=True) == [b"before", b"after"]
+    finally:
+        timer.join()
