@@ -254,8 +254,9 @@ def _report(rows: dict[str, list[tuple[float, float, float]]], args: argparse.Na
         print(f"{v:13} {mean[v][2]:9,.0f} {mean[v][0]:14.1f} {mean[v][1]:14.1f}")
     for k, value in delta.items():
         print(f"{k}: {value:.1f}")
-    return {"bench": "tls", "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "rounds": args.rounds,
-            "batches": args.batches, "concurrency": args.concurrency, "kind": args.kind,
+    now = dt.datetime.now(dt.UTC)
+    return {"bench": "tls", "date": now.date().isoformat(), "at": now.isoformat(timespec="seconds"),
+            "rounds": args.rounds, "batches": args.batches, "concurrency": args.concurrency, "kind": args.kind,
             "loadavg": os.getloadavg()[0], "variants": {v: [round(x, 2) for x in mean[v]] for v in VARIANTS},
             **{k: round(v, 2) for k, v in delta.items()}}
 

@@ -122,7 +122,9 @@ async def _main(client: Client, counts: dict[str, int], conn: Connection) -> Non
     total = sum(counts.values())
     while client.opened < total and not any(t.done() for t in tasks):
         await asyncio.sleep(0.05)
-    conn.send("ready" if client.opened == total else f"failed: {tasks[0].exception()!r}")
+    first = next((t for t in tasks if t.done()), None)
+    conn.send("ready" if client.opened == total else
+              f"failed: {first.exception() if first is not None and not first.cancelled() else 'cancelled'!r}")
     loop = asyncio.get_running_loop()
     assert await loop.run_in_executor(None, conn.recv) == "go"
     client.measuring = True
