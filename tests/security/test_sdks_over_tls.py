@@ -10,7 +10,6 @@ import shutil
 import ssl
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from tests.certs import TestCA
 from tests.conftest import free_port
 from tests.kafka_helpers import end_offsets
 from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -57,18 +57,18 @@ def tls_gateway(bootstrap: str, registry_url: str, tmp_path_factory: pytest.Temp
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "gateway"], env=env, stdout=out, stderr=subprocess.STDOUT,
                                 cwd=REPO)
+    def ready() -> bool:
+        try:
+            with urllib.request.urlopen(url + "/readyz", timeout=2, context=context) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    def alive() -> None:
+        assert proc.poll() is None, log.read_text()[-3000:]
+
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert proc.poll() is None, log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(url + "/readyz", timeout=2, context=context) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the TLS gateway never became ready:\n" + log.read_text()[-3000:]
-            time.sleep(0.3)
+        wait_for("the TLS gateway's /readyz", ready, 180, interval_s=0.3, alive=alive)
         yield TlsGateway(url, ca.pem, {"KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url})
     finally:
         proc.terminate()
