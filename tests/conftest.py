@@ -11,10 +11,7 @@ import pytest
 from common.envfile import read_env
 from stack.launcher import Stack
 from tests.support import times
-from tests.support.ports import free_port
 from tests.support.stack import private_stack_config
-
-__all__ = ["free_port"]  # tests import it from here too
 
 
 def pytest_configure(config: pytest.Config) -> None:
