@@ -4,6 +4,8 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# `make test` runs setup once, then its chunks with SETUP= (each chunk's own prerequisite; default: setup).
+SETUP ?= setup
 # The slowest tests of every run are listed at its end (to keep `make test` inside the CI budget).
 PYTEST_DURATIONS ?= --durations=25
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
@@ -47,7 +49,7 @@ demo: $(SETUP_TOPOLOGY)
 	@$(PY) -m stack up
 	@$(PY) -m demo
 
-lint: setup
+lint: $(SETUP)
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/mypy .
 	@$(VENV)/bin/ruff check sdk-python
@@ -57,15 +59,24 @@ lint: setup
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
 # Go and TypeScript SDK checks, the Python SDK on its other Pythons, then pytest (which includes the conformance
 # vectors of every SDK and the gateway: tests/conformance/).
-test: setup setup-haproxy lint test-go test-ts test-pythons
-	@$(PY) -m pytest $(PYTEST_DURATIONS) $(PYTEST_ARGS)
+# Each chunk is timed (tests/support/chunk.py): .headwater/test-times.txt gets the seconds per chunk and per test
+# folder (tests/support/times.py).
+CHUNKS_LOG := .headwater/test-chunks.txt
+CHUNK := HEADWATER_TEST_CHUNKS=$(CHUNKS_LOG) $(PY) -m tests.support.chunk
+test: setup setup-haproxy
+	@mkdir -p .headwater && rm -f $(CHUNKS_LOG)
+	@$(CHUNK) lint $(MAKE) --no-print-directory lint SETUP=
+	@$(CHUNK) test-go $(MAKE) --no-print-directory test-go SETUP=
+	@$(CHUNK) test-ts $(MAKE) --no-print-directory test-ts SETUP=
+	@$(CHUNK) test-pythons $(MAKE) --no-print-directory test-pythons SETUP=
+	@HEADWATER_TEST_CHUNKS=$(CHUNKS_LOG) $(PY) -m pytest $(PYTEST_DURATIONS) $(PYTEST_ARGS)
 
 # The Python SDK's unit tests on Python 3.9 and 3.13 (pyenv's; skipped, saying so, where they are absent).
-test-pythons: setup
+test-pythons: $(SETUP)
 	@bash sdk-python/scripts/test-pythons.sh
 
 # The TypeScript SDK: strict type check, lint, the committed dist/ is the build of src/, node:test (built by setup).
-test-ts: setup
+test-ts: $(SETUP)
 	@cd sdk-typescript && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/eslint . \
 		&& node scripts/build.mjs check && node --test build/test/*.test.js
 
@@ -168,7 +179,7 @@ loadtest-distributed: setup
 
 # The Go SDK: vet, staticcheck (pinned, installed by setup) and the race-enabled unit tests (the integration
 # tests run in pytest: tests/sdk_go/).
-test-go: setup
+test-go: $(SETUP)
 	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local ../.headwater/bin/staticcheck ./... \
 		&& (cd bench && GOTOOLCHAIN=local ../../.headwater/bin/staticcheck ./...) \
 		&& GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
