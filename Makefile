@@ -12,7 +12,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos chaos-rules \
-	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
+	setup-haproxy test-cluster test-long chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
 
 setup:
 	@bash stack/setup.sh
@@ -102,13 +102,19 @@ chaos: setup
 chaos-rules: setup
 	@HEADWATER_CHAOS=full $(PY) -m pytest -s tests/spark_pipeline/rules/test_hostile_stack.py $(PYTEST_ARGS)
 
-# The cluster profile's fault suite (tests/cluster/: 3 brokers, 2 registries, 3 gateways, HAProxy) at CI counts,
-# and bigger: CHAOS_SCALE x 30,000 events per fault.
+# The cluster profile's fault suite (tests/cluster/: 3 brokers, 2 registries, 3 gateways, HAProxy) at 30,000 events
+# per fault (`make test` runs it at 10,000), and bigger: CHAOS_SCALE x 30,000 events per fault.
 test-cluster: setup setup-haproxy
-	@$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
+	@HEADWATER_CLUSTER_EVENTS=30000 $(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
+
+# What `make test` runs shortened, at full length: every conformance vector over TLS as well as plain, and the
+# cluster faults at 30,000 events each. The chaos-* targets go further.
+test-long: setup setup-haproxy
+	@HEADWATER_CONFORMANCE_TLS=all HEADWATER_CLUSTER_EVENTS=30000 $(PY) -m pytest tests/conformance tests/cluster \
+		$(PYTEST_ARGS)
 
 chaos-cluster: setup setup-haproxy
-	@HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) HEADWATER_CHAOS_SPARK=1 $(PY) -m pytest -s -m cluster tests/cluster $(PYTEST_ARGS)
+	@HEADWATER_CLUSTER_EVENTS=30000 HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) HEADWATER_CHAOS_SPARK=1 $(PY) -m pytest -s -m cluster tests/cluster $(PYTEST_ARGS)
 
 # Not a test: the same load on RF=1 and RF=3 topics of a private cluster; events per gateway and broker core-second.
 bench-replication: setup setup-haproxy

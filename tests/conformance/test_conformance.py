@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import re
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from tests.conformance.conftest import SUMMARIES
 SDK_NAMES = [s.name for s in load_sdks()]
 # Over TLS only the vectors whose outcome depends on the transport: connections opened, reused, closed by either
 # side, reset, timed out, retried and resumed, configuration of the CA (options and environment), and a body of
-# each encoding. The rest (status handling, seqs, splits' ids, spool contents) is transport-blind and runs plain.
+# each encoding. The rest (status handling, seqs, splits' ids, spool contents) is transport-blind and runs plain
+# (and over TLS too in `make test-long`: HEADWATER_CONFORMANCE_TLS=all).
 TLS_VECTORS = {"encoding/batch-of-40", "encoding/avro-fast-path", "encoding/gzip-when-configured",
                "encoding/config-from-environment", "encoding/request-headers",
                "responses/connection-close-reconnect", "responses/server-closes-after-each-answer",
@@ -73,6 +75,8 @@ def test_sdk_passes_its_vectors_over_tls(name: str, tmp_path: Path) -> None:
     out = io.StringIO()
     vectors = [v for v in load() if v["id"] in TLS_VECTORS]
     assert {v["id"] for v in vectors} == TLS_VECTORS, "TLS_VECTORS names a vector that does not exist"
+    if os.environ.get("HEADWATER_CONFORMANCE_TLS") == "all":  # `make test-long`: every vector over TLS too
+        vectors = load()
     _check(name, run_sdk(sdk, vectors, out=out, runner=functools.partial(run_vector, tls=tls)), out, " (over TLS)")
 
 
