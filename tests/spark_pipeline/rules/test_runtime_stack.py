@@ -25,9 +25,9 @@ from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules import cli, runtime
 from spark_pipeline.rules.model import Rule, RuleStatus
 from spark_pipeline.rules.store import RuleStore
-from tests.kafka_helpers import consume_all, end_offsets
 from tests.sdk_events import Decoder
 from tests.spark_pipeline.truth import new_topic
+from tests.support.kafka import consume_all, end_offsets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
