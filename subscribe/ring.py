@@ -15,6 +15,7 @@ fallen too far behind and is cut off (subscriber.py), and resumes from the log. 
 from __future__ import annotations
 
 import asyncio
+import time
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ class Ring:
     types: list[str | None] = field(default_factory=list)
     values: list[Any] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)  # bytes from the ring's beginning to the end of each frame
+    received: list[float] = field(default_factory=list)  # when the reader got each record (monotonic s)
     head: int = 0                # list index of the oldest frame kept
     first_seq: int = 0           # its sequence number
     base: pos.Cursor = ()        # the position before the oldest frame kept
@@ -100,9 +102,11 @@ class Ring:
     def tail_bytes(self) -> int:
         return self.ends[-1] if len(self.ends) > self.head else self.base_bytes
 
-    def append(self, entries: Sequence[Entry], tail: pos.Cursor) -> None:
-        """Add a batch in the reader's order, move the tail, drop what is over capacity, wake the readers."""
+    def append(self, entries: Sequence[Entry], tail: pos.Cursor, received: float | None = None) -> None:
+        """Add a batch in the reader's order (`received`: when the reader got it from Kafka, monotonic s), move the
+        tail, drop what is over capacity, wake the readers."""
         total = self.tail_bytes
+        got = time.monotonic() if received is None else received
         for e in entries:
             total += len(e.frame)
             self.frames.append(e.frame)
@@ -112,6 +116,7 @@ class Ring:
             self.types.append(e.event_type)
             self.values.append(e.value)
             self.ends.append(total)
+            self.received.append(got)
         if tuple(tail) != self.tail:
             self.tail = tuple(tail)
             self.tail_id = pos.encode(self.tag, self.tail)
@@ -132,9 +137,15 @@ class Ring:
         self.first_seq += last + 1 - self.head
         self.head = last + 1
         if self.head >= COMPACT_AT and self.head * 2 >= len(self.frames):
-            for lst in (self.frames, self.id_lens, self.parts, self.offs, self.types, self.values, self.ends):
+            for lst in (self.frames, self.id_lens, self.parts, self.offs, self.types, self.values, self.ends,
+                        self.received):
                 del lst[:self.head]
             self.head = 0
+
+    def received_at(self, seq: int) -> float | None:
+        """When the reader got the record at `seq` from Kafka; None when dropped or not there yet."""
+        i = self.head + seq - self.first_seq
+        return self.received[i] if seq >= self.first_seq and i < len(self.received) else None
 
     def _id_at(self, i: int) -> bytes:
         return self.frames[i][4:4 + self.id_lens[i]]

@@ -215,6 +215,7 @@ class Subscriber:
                 if lag is None or lag > self.cfg.buffer_bytes:
                     self.cut_reason = "too_slow"
                     raise Cut
+                received = ring.received_at(view.seq)
                 chunk = ring.read(view, MAX_CHUNK)
                 if chunk is None:
                     await self._heartbeat(view.last_id)
@@ -222,6 +223,8 @@ class Subscriber:
                     continue
                 if chunk.records:
                     await self._write(chunk.data)
+                    if received is not None:
+                        m.HOLD.observe(time.monotonic() - received)
                     self.sent_id = self._sent(chunk.last_id)
                     self.outcome.records += chunk.records
                     m.RECORDS.inc(chunk.records)
