@@ -101,14 +101,14 @@ def phase(name: str, server: Server, key: str, counts: dict[str, int], roles: Ro
               f"failures: {open_failures}", flush=True)
     time.sleep(2.0)  # warm: every subscriber is reading the live tail
     client_pids = [p.pid for p in procs if p.pid]
-    hold0, t0 = scrape_hold(server.url), time.time()
+    hold0, t0 = _scrape(server.url), time.time()
     cpu0 = (_cpu([roles.server]), _cpu(client_pids), _cpu([roles.broker]), _cpu([roles.producer]))
     for pipe in pipes:
         pipe.send("go")
     time.sleep(seconds)
     for pipe in pipes:
         pipe.send("stop")
-    t1, after, hold1 = time.time(), server_sample(roles.server), scrape_hold(server.url)
+    t1, after, hold1 = time.time(), server_sample(roles.server), _scrape(server.url)
     cpu1 = (_cpu([roles.server]), _cpu(client_pids), _cpu([roles.broker]), _cpu([roles.producer]))
     results = [pipe.recv() for pipe in pipes]
     for client_proc in procs:
@@ -134,6 +134,13 @@ def phase(name: str, server: Server, key: str, counts: dict[str, int], roles: Ro
             "failures": {**{f"before start: {k}": v for k, v in open_failures.items()}, **failures}}
 
 
+def _scrape(url: str) -> dict[float, float]:
+    try:
+        return scrape_hold(url)
+    except OSError:
+        return {}
+
+
 def _merge(counters: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for c in counters:
@@ -143,13 +150,17 @@ def _merge(counters: Any) -> dict[str, int]:
 
 
 def _wait_idle(url: str) -> None:
-    deadline = time.monotonic() + 60
+    """Until the server has closed the phase's subscriptions (it may be too busy to answer at once)."""
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
-            text = resp.read().decode()
-        if "headwater_subscribe_subscribers 0.0" in text:
-            return
+        try:
+            with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+                if "headwater_subscribe_subscribers 0.0" in resp.read().decode():
+                    return
+        except OSError:
+            pass
         time.sleep(0.2)
+    print("  the server still holds subscriptions of the last phase after 120 s", flush=True)
 
 
 def _schema(registry_url: str) -> tuple[int, Any]:
