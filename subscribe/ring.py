@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import time
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from subscribe import position as pos
 from subscribe.filters import Filter
@@ -60,6 +60,24 @@ class Chunk:
     seq: int        # the next index after the chunk
     last_id: bytes  # the position after the chunk (records skipped by type or filter included)
     records: int
+    _wire: bytes = b""
+
+    @property
+    def wire(self) -> bytes:
+        """The chunk as one HTTP/1.1 chunked-encoding chunk, made once for every subscriber that sends it."""
+        if not self._wire:
+            self._wire = b"%x\r\n%s\r\n" % (len(self.data), self.data)
+        return self._wire
+
+
+class Parked(Protocol):
+    """A subscriber waiting at the ring's tail whose new messages the ring writes itself (subscriber.py)."""
+
+    def push(self) -> bool:
+        """Write what is new if the socket takes it at once; False: the subscriber's own task must take over."""
+
+    def unpark(self) -> None:
+        """Wake the subscriber's task."""
 
 
 @dataclass
@@ -83,6 +101,8 @@ class Ring:
     tail: pos.Cursor = ()        # the reader's position after the newest frame (and past commit markers)
     tail_id: bytes = b""
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    parked: dict[Parked, None] = field(default_factory=dict)  # insertion-ordered set
+    after_push: list[Callable[[float | None], None]] = field(default_factory=list)
     _cache: dict[tuple[str | None, str | None], tuple[int, int, Chunk]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -121,8 +141,27 @@ class Ring:
             self.tail = tuple(tail)
             self.tail_id = pos.encode(self.tag, self.tail)
         self._evict()
+        self.push_parked(got if entries else None)
         self.changed.set()
         self.changed.clear()
+
+    def push_parked(self, received: float | None) -> None:
+        """Write the new frames to every parked subscriber in one pass (no task switch, one socket write each);
+        those whose socket is backed up, or that are too far behind, go back to their own task."""
+        if not self.parked:
+            return
+        for sub in list(self.parked):
+            if not sub.push():
+                del self.parked[sub]
+                sub.unpark()
+        for hook in self.after_push:
+            hook(received)
+
+    def unpark_all(self) -> None:
+        """Wake every parked subscriber's task (heartbeats, shutdown)."""
+        parked, self.parked = self.parked, {}
+        for sub in parked:
+            sub.unpark()
 
     def _evict(self) -> None:
         over = self.tail_bytes - self.base_bytes - self.capacity

@@ -15,19 +15,19 @@ import contextlib
 import json
 import multiprocessing as mp
 import os
+import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench import cpus
 from bench.subscribe import clients, consumers, producer
 from bench.subscribe.stats import hold_pct, latency_ms, scrape_hold, server_sample
-from stack.config import StackConfig
+from stack.config import REPO_ROOT, StackConfig
 from stack.launcher import Stack
 from stack.services import services
 from tests.subscribe.harness import Keys, Server, free_port, start_server
@@ -44,6 +44,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--subscribers", default="1,100,1000", help="subscriber counts (default 1,100,1000)")
     p.add_argument("--slow", type=int, default=0, help="slow subscribers (read 8 KiB / 100 ms) beside 100 (default 0)")
     p.add_argument("--stalled", type=int, default=1, help="subscribers that never read beside 100 (default 1)")
+    p.add_argument("--baseline", metavar="REV", help="also run 100 subscribers on the server of git revision REV, "
+                   "interleaved with this one's (--rounds times): before/after in one run")
     p.add_argument("--rounds", type=int, default=2, help="alone/beside rounds, interleaved (default 2; 0: none)")
     p.add_argument("--consumers", type=int, default=20,
                    help="per-subscriber consumers to compare (default 20; 0: none)")
@@ -60,8 +62,7 @@ def _split(counts: dict[str, int]) -> list[dict[str, int]]:
     return ([{"probe": counts["probe"]}] if counts.get("probe") else []) + parts
 
 
-@dataclass
-class Roles:
+class Roles(NamedTuple):
     """The processes whose CPU a phase reports apart: the server, and the load around it."""
 
     server: int
@@ -155,8 +156,9 @@ def _wait_idle(url: str) -> None:
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
-                if "headwater_subscribe_subscribers 0.0" in resp.read().decode():
-                    return
+                text = resp.read().decode()
+            if "headwater_subscribe_subscribers 0.0" in text and "headwater_subscribe_readers 0.0" in text:
+                return
         except OSError:
             pass
         time.sleep(0.2)
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _pin(stack: Stack, cfg: StackConfig, server: int) -> cpus.CpuPlan | None:
+def _pin(stack: Stack, cfg: StackConfig, *servers: int) -> cpus.CpuPlan | None:
     """The server on a core of its own; the broker, registry, producer and client processes (children of this
     one, started after) on the others. HEADWATER_BENCH_PIN=0: no pinning."""
     plan = cpus.plan(os.environ.get("HEADWATER_BENCH_PIN", "1") != "0")
@@ -207,7 +209,8 @@ def _pin(stack: Stack, cfg: StackConfig, server: int) -> cpus.CpuPlan | None:
         if pid:
             cpus.pin_process_tree(pid, plan.others)
     cpus.pin_threads(os.getpid(), plan.others)
-    cpus.pin_process_tree(server, plan.measured)
+    for server in servers:
+        cpus.pin_process_tree(server, plan.measured)
     print(f"pinning: the subscription server on CPU {sorted(plan.measured)}, broker, registry, producer and "
           f"subscriber clients on CPUs {sorted(plan.others)}", flush=True)
     return plan
@@ -216,9 +219,21 @@ def _pin(stack: Stack, cfg: StackConfig, server: int) -> cpus.CpuPlan | None:
 def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stack,
          cfg: StackConfig) -> dict[str, Any]:
     keys = Keys()
-    server = start_server(env, state, keys, HEADWATER_SUBSCRIBE_MAX_SUBSCRIBERS="5000",
-                          HEADWATER_SUBSCRIBE_MAX_PER_KEY="5000", HEADWATER_SUBSCRIBE_LOG_LEVEL="WARNING")
-    plan = _pin(stack, cfg, server.proc.pid)
+    def start(cwd: Path | None = None) -> Server:
+        return start_server(env, state, keys, cwd=cwd, HEADWATER_SUBSCRIBE_MAX_SUBSCRIBERS="5000",
+                            HEADWATER_SUBSCRIBE_MAX_PER_KEY="5000", HEADWATER_SUBSCRIBE_LOG_LEVEL="WARNING",
+                            HEADWATER_SUBSCRIBE_IDLE_READER_S="1")
+
+    server = start()
+    baseline = None
+    if args.baseline:
+        old = state / "baseline"
+        old.mkdir()
+        archive = subprocess.run(["git", "archive", args.baseline, "subscribe"], cwd=REPO_ROOT, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        baseline = start(old)
+    plan = _pin(stack, cfg, server.proc.pid, *([baseline.proc.pid] if baseline else []))
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
     mine, theirs = ctx.Pipe()
@@ -242,6 +257,13 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
             phases.append(phase(f"n100-beside-slow-{i + 1}", server, keys.all,
                                 {**base, "slow": args.slow, "stalled": args.stalled}, roles,
                                 seconds=args.seconds))
+        for i in range(args.rounds if baseline else 0):  # before/after: the same 100 on both servers, interleaved
+            print(f"phase: 100 subscribers on {args.baseline}'s server and on this one ({i + 1}/{args.rounds})",
+                  flush=True)
+            assert baseline is not None
+            phases.append(phase(f"n100@{args.baseline}-{i + 1}", baseline, keys.all, base, roles._replace(
+                server=baseline.proc.pid), seconds=args.seconds))
+            phases.append(phase(f"n100@this-{i + 1}", server, keys.all, base, roles, seconds=args.seconds))
         per_consumer = None
         if args.consumers:
             print(f"phase: {args.consumers} consumers of the topic, one per subscriber ...", flush=True)
@@ -257,6 +279,8 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
         produced: dict[str, Any] = mine.recv() if mine.poll(60) else {"commits": [], "rate": 0.0}
         prod.join(30)
         server.stop()
+        if baseline is not None:
+            baseline.stop()
     return {"rate": args.rate, "produced_rate": round(produced["rate"], 1), "seconds": args.seconds,
             "pinning": plan.describe().replace("measured process", "server") if plan else "not pinned",
             "phases": [latency_ms(p, produced["commits"]) for p in phases], "per_subscriber_consumers": per_consumer}
