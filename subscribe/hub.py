@@ -151,7 +151,8 @@ class Hub:
             reader = TopicReader(ring, self.decoder(stream), self.consumer_conf(), asyncio.get_running_loop())
             reader.start()
             self.rings[stream.topic], self.readers[stream.topic] = ring, reader
-            self.idle_since[stream.topic] = time.monotonic()
+            if not self.users[stream.topic]:  # the caller attached first: a reader with a subscriber is not idle
+                self.idle_since[stream.topic] = time.monotonic()
             m.READERS.set(len(self.readers))
             log.info("reader started", extra={"fields": {"topic": stream.topic, "partitions": partitions}})
             return ring
@@ -191,8 +192,11 @@ class Hub:
 
     async def _stop_reader(self, topic: str) -> None:
         reader = self.readers.pop(topic)
-        self.rings.pop(topic, None)
+        ring = self.rings.pop(topic, None)
         self.idle_since.pop(topic, None)
+        if ring is not None:  # nobody should be left on it; any that is ends rather than wait forever
+            ring.unpark_all()
+            ring.changed.set()
         m.READERS.set(len(self.readers))
         await self.blocking(reader.stop)
         log.info("reader stopped (idle)", extra={"fields": {"topic": topic}})

@@ -253,6 +253,9 @@ class Subscriber:
             while not self.hub.closing:
                 if self._gone():
                     return
+                if self.hub.rings.get(ring.topic) is not ring:  # its reader stopped: end; the client resumes
+                    self.outcome.end = "reader_stopped"
+                    return
                 lag = ring.lag(view.seq)
                 if lag is None or lag > self.cfg.buffer_bytes:
                     self.cut_reason = "too_slow"
