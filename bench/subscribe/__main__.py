@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from bench import cpus
 from bench.subscribe import clients, consumers, producer
-from bench.subscribe.stats import hold_pct, latency_ms, scrape_hold, server_sample
+from bench.subscribe.stats import cpu_seconds, hold_pct, latency_ms, scrape_hold, server_sample
 from stack.config import REPO_ROOT, StackConfig
 from stack.launcher import Stack
 from stack.services import services
@@ -72,14 +72,15 @@ class Roles(NamedTuple):
 
 
 def _cpu(pids: list[int]) -> float:
+    """CPU seconds of processes (an exited one counts what it had used while it could be read)."""
     total = 0.0
     for pid in pids:
-        with contextlib.suppress(OSError):
-            total += server_sample(pid)["cpu_s"]
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            total += cpu_seconds(pid)
     return total
 
 
-def phase(name: str, server: Server, key: str, counts: dict[str, int], roles: Roles, *,
+def run_phase(name: str, server: Server, key: str, counts: dict[str, int], roles: Roles, *,
           seconds: float) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     pipes: list[Connection] = []
@@ -242,7 +243,18 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
                        kwargs={"schema_doc": schema_doc, "schema_id": schema_id, "rate": args.rate}, daemon=True)
     prod.start()
     roles = Roles(server.proc.pid, stack.kafka.node(1).process.pid() or 0, prod.pid or 0, plan)
-    phases = []
+    phases: list[dict[str, Any] | None] = []
+
+    def phase(name: str, *a: Any, **kw: Any) -> dict[str, Any] | None:
+        """One phase; a phase that breaks is reported and skipped, the run goes on."""
+        try:
+            return run_phase(name, *a, **kw)
+        except Exception as exc:  # reported; the other phases are still measured
+            print(f"  {name}: the phase failed: {type(exc).__name__}: {exc}", flush=True)
+            failed.append({"name": name, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            return None
+
+    failed: list[dict[str, str]] = []
     try:
         for n in (int(x) for x in args.subscribers.split(",")):
             probes = min(PROBES, n)
@@ -283,7 +295,8 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
             baseline.stop()
     return {"rate": args.rate, "produced_rate": round(produced["rate"], 1), "seconds": args.seconds,
             "pinning": plan.describe().replace("measured process", "server") if plan else "not pinned",
-            "phases": [latency_ms(p, produced["commits"]) for p in phases], "per_subscriber_consumers": per_consumer}
+            "phases": [latency_ms(p, produced["commits"]) for p in phases if p is not None],
+            "failed_phases": failed, "per_subscriber_consumers": per_consumer}
 
 
 if __name__ == "__main__":

@@ -31,11 +31,16 @@ def hold_pct(before: dict[float, float], after: dict[float, float]) -> dict[str,
     return out
 
 
-def server_sample(pid: int) -> dict[str, float]:
-    """CPU seconds (user + system, all threads) and resident memory of a process."""
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system, all threads) of a process."""
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / TICK
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def server_sample(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system, all threads) and resident memory of a process."""
+    cpu = cpu_seconds(pid)
     with open(f"/proc/{pid}/status") as fh:
         rss = next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
     return {"cpu_s": cpu, "rss_mb": rss / 1024}
