@@ -2,10 +2,14 @@
 
 A producer commits page_view records (Avro, as the gateway writes them) to the events topic in transactions at
 `--rate` events/s; subscribers of `event.page_view` (the real server process, real HTTP) measure Kafka commit ->
-arrival for every record (probe connections) while the others only read. Phases: 1, 100 and 1,000 subscribers;
-100 with and without slow and stalled subscribers beside them, interleaved (what a slow subscriber costs the
-others); and N consumers of the topic in one process, decoding for each (the one-consumer-per-subscriber design
-this server does not use, for comparison). Prints a table and one JSON line (`bench: subscribe`) at the end.
+arrival for every record (probe connections, in a client process of their own) while the others only read (in
+processes of at most 250). Phases: 1, 100 and 1,000 subscribers; 100 alone and beside subscribers that never read
+or read slowly, interleaved (what a slow subscriber costs the others); with `--baseline REV`, 100 on that
+revision's server and on this one, interleaved (before/after in one run); and N consumers of the topic in one
+process, decoding for each (the one-consumer-per-subscriber design this server does not use). Each phase reports
+the server's hold time (its histogram), the CPU of the server, the clients, the broker and the producer apart,
+and its failed connections by reason. The server is pinned to a core of its own (HEADWATER_BENCH_PIN=0: not).
+Prints a table, the load average, and one JSON line (`bench: subscribe`) at the end.
 """
 
 from __future__ import annotations
