@@ -102,13 +102,13 @@ chaos: setup
 chaos-rules: setup
 	@HEADWATER_CHAOS=full $(PY) -m pytest -s tests/spark_pipeline/rules/test_hostile_stack.py $(PYTEST_ARGS)
 
-# The cluster profile's fault suite (tests/cluster/: 3 brokers, 2 registries, 3 gateways, HAProxy) at 30,000 events
-# per fault (`make test` runs it at 10,000), and bigger: CHAOS_SCALE x 30,000 events per fault.
+# The cluster profile's fault suite (tests/cluster/: 3 brokers, 2 registries, 3 gateways, HAProxy) at CI counts
+# (30,000 events per fault), and bigger: CHAOS_SCALE x 30,000 events per fault.
 test-cluster: setup setup-haproxy
 	@HEADWATER_CLUSTER_EVENTS=30000 $(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
 
-# What `make test` runs shortened, at full length: every conformance vector over TLS as well as plain, and the
-# cluster faults at 30,000 events each. The chaos-* targets go further.
+# What `make test` runs shortened, at full length: every conformance vector over TLS as well as plain (and the
+# cluster faults, at 30,000 events each as in `make test`). The chaos-* targets go further.
 test-long: setup setup-haproxy
 	@HEADWATER_CONFORMANCE_TLS=all HEADWATER_CLUSTER_EVENTS=30000 $(PY) -m pytest tests/conformance tests/cluster \
 		$(PYTEST_ARGS)

@@ -2,7 +2,7 @@
 HAProxy, recording what each acknowledged and every HTTP status they saw; and the reconciliation of their
 acknowledgements with Kafka (read_committed) through loadtest's Tally and scan.
 
-Events per fault: HEADWATER_CLUSTER_EVENTS (10,000 in `make test`; `make test-cluster` sends 30,000), times
+Events per fault: HEADWATER_CLUSTER_EVENTS (default 30,000, as `make test` and `make test-cluster` run them), times
 HEADWATER_CHAOS_SCALE (`make chaos-cluster` sets more).
 """
 
@@ -25,7 +25,7 @@ from tests.support.wait import wait_for
 # What must never happen: an event dropped, a batch refused, an event rejected.
 FATAL = (headwater.EventsDroppedError, headwater.BatchRejectedError, headwater.EventRejectedError)
 SCALE = max(1, int(os.environ.get("HEADWATER_CHAOS_SCALE", "1")))
-EVENTS_PER_FAULT = max(1000, int(os.environ.get("HEADWATER_CLUSTER_EVENTS", "10000"))) * SCALE
+EVENTS_PER_FAULT = max(1000, int(os.environ.get("HEADWATER_CLUSTER_EVENTS", "30000"))) * SCALE
 
 
 class CountingTransport:

@@ -1,6 +1,5 @@
-"""Faults on the cluster profile (issue 18, faults 1-4), each under SDK load through HAProxy (10,000 events in
-`make test`, 30,000 in `make test-cluster`) and checked by a read_committed reconciliation of what the SDKs were
-told is acknowledged (tests/cluster/fleet.py)."""
+"""Faults on the cluster profile (issue 18, faults 1-4), each under SDK load through HAProxy (>= 30,000 events in CI)
+and checked by a read_committed reconciliation of what the SDKs were told is acknowledged (tests/cluster/fleet.py)."""
 
 from __future__ import annotations
 
