@@ -22,7 +22,7 @@ GO = shutil.which("go") or "/usr/local/go/bin/go"
 PAGE_VIEW_PATH = "/boots"  # the quick starts' page_view
 
 
-def user_env(stack_env: dict[str, str], home: Path) -> dict[str, str]:
+def user_env(stack_env: dict[str, str]) -> dict[str, str]:
     """A user's shell: no HEADWATER_* of ours but the two the READMEs name; tools found on PATH."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("HEADWATER_", "VIRTUAL_ENV")) and k not in ("GATEWAY_URL", "REGISTRY_URL")}
@@ -61,7 +61,7 @@ def is_server_metric(record: dict[str, Any]) -> bool:
 def test_python_sdk_installs_into_a_new_venv_and_its_quick_start_delivers(
         stack_env: dict[str, str], tmp_path: Path) -> None:
     readme = ROOT / "sdk-python" / "README.md"
-    env = user_env(stack_env, tmp_path)
+    env = user_env(stack_env)
     sh(block_with(readme, "Install", "sh", "/path/to/headwater/sdk-python"), tmp_path, env)
     (tmp_path / "quickstart.py").write_text(blocks(readme, "Quick start", "python")[0], encoding="utf-8")
     start = end_offsets(stack_env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
@@ -72,7 +72,7 @@ def test_python_sdk_installs_into_a_new_venv_and_its_quick_start_delivers(
 def test_go_sdk_is_required_from_the_checkout_and_its_quick_start_delivers(
         stack_env: dict[str, str], tmp_path: Path) -> None:
     readme = ROOT / "sdk-go" / "README.md"
-    env = user_env(stack_env, tmp_path)
+    env = user_env(stack_env)
     sh(block_with(readme, "Install", "sh", "/path/to/headwater/sdk-go"), tmp_path, env)
     main, from_env = blocks(readme, "Quick start", "go")[:2]
     start = end_offsets(stack_env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
@@ -87,7 +87,7 @@ def test_go_sdk_is_required_from_the_checkout_and_its_quick_start_delivers(
 def test_typescript_sdk_installs_without_a_build_and_its_quick_starts_deliver(
         route: str, stack_env: dict[str, str], tmp_path: Path) -> None:
     readme = ROOT / "sdk-typescript" / "README.md"
-    env = user_env(stack_env, tmp_path)
+    env = user_env(stack_env)
     sh("npm init -y >/dev/null", tmp_path, env)
     if route == "folder":
         sh(block_with(readme, "Install", "sh", "npm install /path/to/headwater/sdk-typescript"), tmp_path, env)
