@@ -95,11 +95,13 @@ class TransportError(DeliveryError):
     """A connection error, timeout or retryable status: the batch is retried.
 
     `refused` is True when no connection could be opened (refused, unreachable): the gateway did no work.
+    `switched` is True when this failure moved the client to another endpoint: it is retried there at once.
     """
 
     def __init__(self, message: str, refused: bool = False) -> None:
         super().__init__(message)
         self.refused = refused
+        self.switched = False
 
 
 class RetryableStatusError(TransportError):
