@@ -170,7 +170,7 @@ export function optionsFromEnv(
   }
   Object.assign(out, overrides);
   if (out.endpoint === undefined && out.endpoints === undefined) {
-    throw new ConfigError(`${envName("endpoint")} or GATEWAY_URL (or ${envName("endpoints")}) is not set`);
+    throw new ConfigError(`${envName("endpoint")} or GATEWAY_URL is not set (nor ${envName("endpoints")})`);
   }
   if (out.writeKey === undefined) throw new ConfigError(`${envName("writeKey")} is not set`);
   return out as unknown as HeadwaterOptions;

@@ -105,7 +105,7 @@ function optionsFromEnv(env = process.env, overrides = {}) {
     }
     Object.assign(out, overrides);
     if (out.endpoint === undefined && out.endpoints === undefined) {
-        throw new errors_js_1.ConfigError(`${envName("endpoint")} or GATEWAY_URL (or ${envName("endpoints")}) is not set`);
+        throw new errors_js_1.ConfigError(`${envName("endpoint")} or GATEWAY_URL is not set (nor ${envName("endpoints")})`);
     }
     if (out.writeKey === undefined)
         throw new errors_js_1.ConfigError(`${envName("writeKey")} is not set`);
