@@ -253,6 +253,9 @@ func (c *Config) validateEndpoints() error {
 		if !urlPattern.MatchString(u) {
 			return &ConfigError{fmt.Sprintf("Endpoints (HEADWATER_ENDPOINTS) must be http:// or https:// URLs, got %q", u)}
 		}
+		if strings.HasPrefix(u, "https:") != strings.HasPrefix(c.Endpoints[0], "https:") {
+			return &ConfigError{fmt.Sprintf("Endpoints (HEADWATER_ENDPOINTS) must all be http:// or all https://, got %q", c.Endpoints)}
+		}
 		seen[strings.TrimRight(u, "/")] = true
 	}
 	if len(c.Endpoints) > maxEndpoints || len(seen) != len(c.Endpoints) {

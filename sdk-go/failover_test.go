@@ -113,6 +113,7 @@ func TestEndpointsConfig(t *testing.T) {
 		func(c *Config) { c.Endpoint = "http://x" },
 		func(c *Config) { c.Endpoints = []string{"http://a", "http://a/"} },
 		func(c *Config) { c.Endpoints = []string{"http://a", "ftp://b"} },
+		func(c *Config) { c.Endpoints = []string{"http://a", "https://b"} },
 		func(c *Config) { c.FailoverAfterFailures = 0 },
 	} {
 		c := cfg

@@ -95,6 +95,7 @@ def test_config_takes_endpoints_with_or_without_endpoint() -> None:
     for bad in ({"endpoint": "http://x", "endpoints": ["http://a", "http://b"]},
                 {"endpoint": None, "endpoints": ["http://a", "http://a/"]},
                 {"endpoint": None, "endpoints": ["http://a", "ftp://b"]},
+                {"endpoint": None, "endpoints": ["http://a", "https://b"]},
                 {"endpoint": None, "endpoints": "http://a"},
                 {"endpoint": None},
                 {"endpoint": "http://a", "failover_after_failures": 0}):

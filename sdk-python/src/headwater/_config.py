@@ -138,6 +138,8 @@ class ClientConfig:
             _check_url("endpoints" if self.endpoints else "endpoint", url)
         if len(urls) > MAX_ENDPOINTS or len({u.rstrip("/") for u in urls}) != len(urls):
             raise ConfigError(f"endpoints must be 1 to {MAX_ENDPOINTS} distinct URLs, got {list(urls)!r}")
+        if len({u.split(":", 1)[0] for u in urls}) != 1:
+            raise ConfigError(f"endpoints must all be http:// or all https://, got {list(urls)!r}")
         if self.endpoint is not None and self.endpoint != urls[0]:
             raise ConfigError(f"endpoint {self.endpoint!r} must be the first of endpoints {list(urls)!r} "
                               "(or be left out)")
