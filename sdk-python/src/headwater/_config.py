@@ -12,7 +12,7 @@ import dataclasses
 import os
 import socket
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from ._exceptions import ConfigError
@@ -38,7 +38,7 @@ class ClientConfig:
 
     endpoint: str | None
     write_key: str
-    endpoints: tuple[str, ...] = ()
+    endpoints: Sequence[str] = ()  # normalised to a tuple
     spool_dir: str | None = None
     registry_url: str | None = None
     wire_format: str = "json"
@@ -127,7 +127,7 @@ class ClientConfig:
 
     def _check_endpoints(self) -> None:
         """`endpoints` (ordered, primary first) or `endpoint`; afterwards both are set: `endpoint` is the first."""
-        raw: object = self.endpoints  # a list is accepted too (the dataclass is typed for the normalised tuple)
+        raw: object = self.endpoints
         if not isinstance(raw, (list, tuple)):
             raise ConfigError(f"endpoints (HEADWATER_ENDPOINTS) must be a list of URLs, got {self.endpoints!r}")
         urls = tuple(self.endpoints) or ((self.endpoint,) if self.endpoint is not None else ())
@@ -182,7 +182,7 @@ def _parse(var: str, raw: str, annotation: str | Any) -> Any:
             return int(raw.replace("_", ""))
         if kind == "float":
             return float(raw)
-        if kind.startswith("tuple["):
+        if kind.startswith("Sequence["):
             return tuple(part.strip() for part in raw.split(",") if part.strip())
         if kind == "bool":
             if raw.strip().lower() in _TRUE:
