@@ -105,7 +105,8 @@ func (s *sender) deliver(b *Batch) (action, []*Batch) {
 			s.gate.hold(time.Duration(retryAfter * float64(time.Second)))
 		}
 		limit := s.cfg.RetryMax
-		if terr.Refused {
+		short := len(s.eps.urls) > 1 && (terr.Status == 0 || healthFailure(terr.Status)) // §9: reach the failover bound on time
+		if terr.Refused || short {
 			limit = min(s.cfg.RetryRefusedMax, s.cfg.RetryMax)
 		}
 		wait := s.gate.capped(backoff(attempt, s.cfg.RetryBase, limit, retryAfter))

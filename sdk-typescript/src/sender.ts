@@ -136,7 +136,8 @@ export class Sender {
         const retryAfterS = failure instanceof RetryableStatusError && failure.retryAfter !== undefined
           ? Math.min(failure.retryAfter, (RETRY_AFTER_CAP_FACTOR * this.cfg.retryMaxMs) / 1000) : undefined;
         if (retryAfterS !== undefined) this.gate.hold(retryAfterS * 1000);
-        const cap = failure.code === "connection_refused" ? Math.min(this.cfg.retryRefusedMaxMs, this.cfg.retryMaxMs) : this.cfg.retryMaxMs;
+        const short = this.endpoints.urls.length > 1 && (status === 0 || healthFailure(status)); // §9: reach the failover bound on time
+        const cap = failure.code === "connection_refused" || short ? Math.min(this.cfg.retryRefusedMaxMs, this.cfg.retryMaxMs) : this.cfg.retryMaxMs;
         const wait = this.gate.capped(backoffMs(attempt, this.cfg.retryBaseMs, cap, retryAfterS));
         if (Date.now() + wait > deadline) {
           this.events.failed(failure);

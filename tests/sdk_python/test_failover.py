@@ -182,3 +182,26 @@ def test_one_endpoint_never_fails_over() -> None:
         assert c.flush(10)
         assert c.metrics().failovers == 0
     assert {r.url for r in t.requests} == {"http://a/v1/batch"}
+
+
+def test_with_several_endpoints_a_failing_endpoint_is_retried_within_retry_refused_max_s() -> None:
+    """Long backoffs (base 1 s, cap 30 s) would reach the failover bound late; with several endpoints a 503
+    without Retry-After is retried within retry_refused_max_s, so the move comes right after the bound."""
+
+    def handle(req: Request) -> Response:
+        if req.url.startswith("http://a"):
+            return Response(503, {}, b'{"code":"overloaded","message":"busy"}')
+        return ok(len(body_of(req)["events"]))
+
+    t = MemoryTransport(handle)
+    options = {**FAST, "retry_base_s": 1.0, "retry_max_s": 30.0, "retry_refused_max_s": 0.02,
+               "failover_after_s": 0.2, "failover_after_failures": 5}  # uncapped: ~7.5 s of backoff on average
+    with headwater.Client(None, "k", endpoints=["http://a", "http://b"], transport=t, **options) as c:
+        c.track("page_view", {})
+        started = time.monotonic()
+        assert c.flush(10)
+        took = time.monotonic() - started
+        assert c.metrics().failovers == 1
+    assert took < 2.0, f"failed over after {took:.1f} s"
+    gaps = [b.url for b in t.requests]
+    assert gaps[-1] == "http://b/v1/batch" and gaps.count("http://a/v1/batch") >= 5

@@ -222,5 +222,5 @@ class RetryPolicy:
         return None
 
     def _delay(self, attempt: int, exc: TransportError, retry_after: float | None) -> float:
-        cap = self.refused_max_s if exc.refused else self.max_s
+        cap = self.refused_max_s if exc.refused or exc.short else self.max_s
         return backoff(attempt, self.base_s, cap, retry_after)

@@ -148,6 +148,7 @@ class Sender:
                 Signal.FAILURE if outcome is Outcome.RETRY else Signal.NEUTRAL
         except TransportError as exc:
             exc.switched = self._moved(self._endpoints.failed(index))
+            exc.short = len(self._endpoints.urls) > 1
             raise
         finally:
             self._window.release(slot, signal)
@@ -157,8 +158,9 @@ class Sender:
             code, message = parse_error(resp.body)
             retry_after = parse_retry_after(resp.headers.get("retry-after"), time.time())
             err = RetryableStatusError(resp.status, retry_after, f"{code} {message}".strip())
-            if resp.status in HEALTH_FAILURES:
+            if resp.status in HEALTH_FAILURES:  # with other endpoints, retried within retry_refused_max_s (§9)
                 err.switched = self._moved(self._endpoints.failed(index))
+                err.short = len(self._endpoints.urls) > 1
             raise err
         return resp
 
