@@ -11,6 +11,7 @@ the client builds a new one (memory-only, fresh producer id) and abandons the pa
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
@@ -23,6 +24,7 @@ from ._batcher import BODY_OVERHEAD
 from ._config import ClientConfig
 from ._event import EnvelopeEncoder
 from ._exceptions import ClientClosedError, ConfigError, EventsDroppedError, InvalidEventError
+from ._failover import Endpoints
 from ._limit import Window
 from ._metrics import Counters, Metrics
 from ._queue import EventQueue
@@ -78,8 +80,10 @@ class Pipeline:
         self.window = Window(cfg.max_in_flight)
         policy = RetryPolicy(cfg.retry_base_s, cfg.retry_max_s, cfg.retry_refused_max_s, cfg.retry_deadline_s,
                              gate=self.gate, on_retry=lambda exc: self.counters.add("retries"))
+        self.endpoints = Endpoints(cfg.endpoints, cfg.failover_after_failures, cfg.failover_after_s,
+                                   cfg.failback_probe_s)
         self.sender = Sender(cfg, self.transport, schemas, counters=self.counters, policy=policy,
-                             window=self.window, report=self.report)
+                             window=self.window, report=self.report, endpoints=self.endpoints)
         self._threads: list[threading.Thread] = []
         if not cfg.disabled:
             self._threads.append(threading.Thread(target=self._guard(self._batch_loop), name="headwater-batcher",
@@ -173,8 +177,10 @@ class Pipeline:
 
     def metrics(self) -> Metrics:
         """A snapshot of the counters."""
-        return self.counters.snapshot(len(self.queue) + self.assembler.open_count(), self.queue.accepted,
+        snap = self.counters.snapshot(len(self.queue) + self.assembler.open_count(), self.queue.accepted,
                                       self.store.stats(), self.window.size)
+        return dataclasses.replace(snap, endpoint=self.endpoints.current()[1], failovers=self.endpoints.failovers,
+                                   failbacks=self.endpoints.failbacks)
 
     # --- threads -------------------------------------------------------------------------------------------
     def _guard(self, loop: Callable[[], None]) -> Callable[[], None]:
