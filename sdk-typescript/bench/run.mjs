@@ -11,7 +11,7 @@
 //     Defaults everywhere, except that each queue holds the whole run (posthog-node's drops the oldest otherwise).
 //  2. outage: TRIES times the sink goes down for 10 s, headwater tracks 2,000 events at once and calls
 //     close({ timeoutMs: 30000 }); a try counts if the sink received every event and close() resolved.
-// Usage (after `npm ci` in bench/ and the SDK's build): node bench/run.mjs [events=20000] [latencies=1,50,100]
+// Usage (after `npm ci` in bench/ and the SDK's build): node bench/run.mjs [events=60000] [latencies=1,50,100]
 // [tries=10] [sdks=headwater,segment,posthog]
 import { execFile } from "node:child_process";
 import { once } from "node:events";
@@ -24,7 +24,7 @@ import { gunzipSync } from "node:zlib";
 import { decompress } from "zstd-napi";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const [events = "20000", latencies = "1,50,100", tries = "10", sdks = "headwater,segment,posthog"] = process.argv.slice(2);
+const [events = "60000", latencies = "1,50,100", tries = "10", sdks = "headwater,segment,posthog"] = process.argv.slice(2);
 const OUTAGE_MS = 10_000;
 const OUTAGE_EVENTS = 2000;
 const CLOSE_MS = 30_000;

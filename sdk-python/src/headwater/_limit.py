@@ -136,7 +136,7 @@ class Window:
                 self._limit.succeeded(now - slot.started, slot.limited, now)
             elif signal is Signal.FAILURE:
                 self._limit.failed(slot.generation)
-            self._cond.notify_all()
+            self._cond.notify(self._limit.window - self._outstanding)  # as many as may start now, not all
 
     def new_path(self) -> None:
         """The client moved to another endpoint (protocol.md §9): the window stays, `min_rtt` starts again."""
