@@ -147,8 +147,7 @@ class Sender:
             signal = Signal.SUCCESS if outcome is Outcome.DONE else \
                 Signal.FAILURE if outcome is Outcome.RETRY else Signal.NEUTRAL
         except TransportError as exc:
-            exc.switched = self._moved(self._endpoints.failed(index))
-            exc.short = len(self._endpoints.urls) > 1
+            self._endpoint_failed(exc, index)
             raise
         finally:
             self._window.release(slot, signal)
@@ -158,11 +157,16 @@ class Sender:
             code, message = parse_error(resp.body)
             retry_after = parse_retry_after(resp.headers.get("retry-after"), time.time())
             err = RetryableStatusError(resp.status, retry_after, f"{code} {message}".strip())
-            if resp.status in HEALTH_FAILURES:  # with other endpoints, retried within retry_refused_max_s (§9)
-                err.switched = self._moved(self._endpoints.failed(index))
-                err.short = len(self._endpoints.urls) > 1
+            if resp.status in HEALTH_FAILURES:
+                self._endpoint_failed(err, index)
             raise err
         return resp
+
+    def _endpoint_failed(self, exc: TransportError, index: int) -> None:
+        """Count an endpoint failure (no answer, 502/503/504) against endpoint `index`: `exc.switched` if it moved
+        the client on; `exc.short` with other endpoints (retried within retry_refused_max_s, §9)."""
+        exc.switched = self._moved(self._endpoints.failed(index))
+        exc.short = len(self._endpoints.urls) > 1
 
     def _probe(self) -> None:
         """While on a later endpoint, one sender at a time asks the earlier ones `GET /readyz` (when due) and
