@@ -10,7 +10,7 @@ import { isUuid, splitBatchId, uuid7 } from "../src/ids.js";
 import { backoffMs, classify } from "../src/retry.js";
 import { split } from "../src/sender.js";
 import { CorruptFileError, decodeBatch, decodeState, encodeBatch, encodeState, fileName, parseName } from "../src/spoolfile.js";
-import { parseError, parseRejections, parseRetryAfter } from "../src/wire.js";
+import { type Batch, jsonBody, parseError, parseRejections, parseRetryAfter } from "../src/wire.js";
 
 const PID = "5b7b2d0e-3f3a-4c59-9f61-3f1f3a0c9e4d";
 // Written by the Python SDK's _spoolfile.encode_batch: the on-disk format is shared.
@@ -81,6 +81,27 @@ describe("events", () => {
     assert.equal(doc.seq, 7);
     assert.equal(doc.event_id, ev.eventId);
     assert.equal(ev.bytes, Buffer.byteLength(ev.json));
+  });
+  it("uuid7 ids of one millisecond share its time and differ", () => {
+    const ids = Array.from({ length: 1000 }, () => uuid7(1_795_313_484_990));
+    assert.equal(new Set(ids).size, ids.length);
+    for (const id of ids) assert.match(id, /^01a20105-c4be-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
+
+describe("wire", () => {
+  const batchOf = (events: string[], nbytes = events.reduce((s, e) => s + Buffer.byteLength(e), 0)): Batch =>
+    ({ batchId: "b", producerId: PID, firstSeq: 0, lastSeq: events.length - 1, events, nbytes });
+  const joined = (events: string[]): string => `{"batch_id":"b","sent_at":5,"sdk":{"name":"headwater-node","version":"0.1.0"},"events":[${events.join(",")}]}`;
+  it("the JSON body is the envelopes joined, whether nbytes is right or not", () => {
+    const events = ['{"seq":0,"p":"é"}', '{"seq":1,"p":"😀"}', '{"seq":2}'];
+    for (const evs of [events, events.slice(0, 1), []]) {
+      const want = joined(evs);
+      assert.equal(jsonBody(batchOf(evs), 5).toString("utf8"), want);
+      for (const off of [-3, -1, 1, 4, 5, 100]) {
+        assert.equal(jsonBody(batchOf(evs, Math.max(0, batchOf(evs).nbytes + off)), 5).toString("utf8"), want);
+      }
+    }
   });
 });
 
