@@ -3,7 +3,7 @@
 // delivery bookkeeping, no network). Compares builds side by side in one run, alternating child processes, so a
 // shared host's load hits every build alike: read the ratios, not the absolute figures.
 //
-// Usage (after the SDK's build): node bench/track.mjs [events=60000] [rounds=5] [--base <git rev>] [dist dir ...]
+// Usage (after the SDK's build): node bench/track.mjs [events=60000] [rounds=5] [--base <git rev> ...] [dist dir ...]
 //   --base <rev>: also measure the committed dist/ of that revision (e.g. main), extracted to a temporary folder.
 //   Without dist dirs, this folder's ../dist is measured.
 // Figures per build (medians over the rounds): track() µs/event (wall clock of the loop), the loop's CPU µs/event,
@@ -61,15 +61,15 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(argv) {
   const args = [...argv];
-  const at = args.indexOf("--base");
-  const base = at >= 0 ? args.splice(at, 2)[1] : undefined;
+  const bases = [];
+  for (let at = args.indexOf("--base"); at >= 0; at = args.indexOf("--base")) bases.push(args.splice(at, 2)[1]);
   const [events = "60000", rounds = "5", ...dists] = args;
   const builds = dists.map((d) => ({ name: d, dist: resolve(d) }));
   if (builds.length === 0) builds.push({ name: "this dist/", dist: resolve(here, "..", "dist") });
-  let tmp;
-  if (base !== undefined) {
+  const tmps = [];
+  for (const base of bases.reverse()) {
     const x = extract(base);
-    tmp = x.tmp;
+    tmps.push(x.tmp);
     builds.unshift({ name: `${base} dist/`, dist: x.dist });
   }
   const load = loadavg();
@@ -79,7 +79,7 @@ async function main(argv) {
       for (const [i, b] of builds.entries()) runs[i].push(await run(b.dist, Number(events)));
     }
   } finally {
-    if (tmp !== undefined) rmSync(tmp, { recursive: true, force: true });
+    for (const tmp of tmps) rmSync(tmp, { recursive: true, force: true });
   }
   const after = loadavg();
   console.log(`track() micro-benchmark: ${events} events x ${rounds} rounds per build (medians); load average before ` +

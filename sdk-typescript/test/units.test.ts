@@ -74,6 +74,45 @@ describe("events", () => {
     assert.throws(() => encodeProperties({ x: "\ud800" }), /surrogate/);
     assert.equal(encodeProperties({ x: "\\ud800 is text", e: "😀" }), '{"x":"\\\\ud800 is text","e":"😀"}');
   });
+  it("writes properties exactly as JSON.stringify does", () => {
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = { back: cyclic };
+    const cases: object[] = [
+      {}, { a: 1, b: -0, c: 1e21, d: 1.5e-7, e: true, f: false, g: null, h: undefined, i: Symbol("s"), j: "x" },
+      { q: 'say "hi"\\ \n\t\u0001 \u007f \u2028', long: "lorem ipsum ".repeat(200), emoji: "😀", e: "é" },
+      { "quote\"key": 1, "new\nline": 2, "é": 3, "2": "numeric keys first", "1": 0 },
+      { nested: { a: [1, "two", null, { b: undefined }], d: new Date(0), m: new Map([[1, 2]]) }, arr: [undefined, () => 1] },
+      { n: new Number(5), s: new String("x"), b: new Boolean(false) },
+      Object.assign(Object.create(null) as object, { a: "no prototype" }),
+      { d: new Date(0) }, { withToJSON: { toJSON: (k: string) => `key ${k}` } },
+      new Date(0), new Map([["a", 1]]), new String("boxed"), Object.assign(Object.create({ inherited: 1 }) as object, { own: 2 }),
+      { get g() { return "getter"; } }, new Proxy({ a: 1, b: "p" }, {}),
+    ];
+    for (const c of cases) assert.equal(encodeProperties(c), JSON.stringify(c));
+    const message = (f: () => unknown): string => {
+      try {
+        f();
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return "no error";
+    };
+    const NOT_FINITE = /non-finite number \((NaN|Infinity|-Infinity)\)/;
+    assert.match(message(() => encodeProperties({ a: "x", b: Number.NaN })), NOT_FINITE);
+    assert.match(message(() => encodeProperties({ a: { b: [1, -Infinity] } })), /non-finite number \(-Infinity\)/);
+    assert.match(message(() => encodeProperties({ a: Number.NaN, b: 1n })), /cannot be encoded as JSON: .*BigInt/);
+    assert.match(message(() => encodeProperties({ a: { b: 1n } })), /cannot be encoded as JSON: .*BigInt/);
+    let circular = "";
+    try {
+      JSON.stringify(cyclic);
+    } catch (err) {
+      circular = (err as Error).message;
+    }
+    assert.equal(message(() => encodeProperties(cyclic)), `properties cannot be encoded as JSON: ${circular}`);
+    assert.match(message(() => encodeProperties({ get boom(): string { throw new Error("getter failed"); } })),
+      /cannot be encoded as JSON: getter failed/);
+    assert.match(message(() => encodeProperties({ a: { b: "\udc00" } })), /surrogate/);
+  });
   it("encodes the envelope of protocol.md section 2", () => {
     const ev = encodeEvent("page_view", '{"a":1}', '"u1"', "", 1000, 7, { producerId: PID, nodeIdJson: '"n"', contextJson: '{"app":"x"}' });
     const doc = JSON.parse(ev.json) as Record<string, unknown>;
