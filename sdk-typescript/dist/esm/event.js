@@ -21,7 +21,9 @@ function finiteOnly(_key, value) {
     }
     return value;
 }
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/; // what JSON.stringify writes otherwise than as it is
+// What JSON.stringify writes otherwise than as it is: a quote, a backslash, a control character, a surrogate.
+// eslint-disable-next-line no-control-regex
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 const keyJson = new Map(); // property names seen, quoted: a lookup instead of a regex per key
 const KEY_JSON_MAX = 4096;
 function quoteKey(key) {
@@ -75,7 +77,7 @@ function plainJson(obj) {
                 if (typeof v.toJSON === "function")
                     return undefined; // called with its key
                 try {
-                    json = JSON.stringify(v);
+                    json = JSON.stringify(v); // typed string; undefined only through a toJSON, checked all the same
                 }
                 catch {
                     return undefined; // the full path gives the error as it reads in context (a cycle's path)
