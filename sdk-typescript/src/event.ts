@@ -65,6 +65,8 @@ function quoteKey(key: string): string {
 
 /** Nested values seen by `plainJson` hold a null: NaN or Infinity may hide there. */
 let nestedNull = false;
+/** `plainJson` wrote a backslash (through JSON.stringify): an escaped lone surrogate may be there. */
+let escaped = false;
 
 /**
  * What `JSON.stringify(obj)` writes, for a plain object, built here: V8 (Node 20) copies strings into JSON
@@ -78,13 +80,19 @@ function plainJson(obj: object): string | undefined {
   const keys = Object.keys(obj);
   let out = "";
   nestedNull = false;
+  escaped = false;
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i] as string;
     const v: unknown = (obj as Record<string, unknown>)[key];
     let json: string | undefined;
     switch (typeof v) {
       case "string":
-        json = NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`;
+        if (NEEDS_ESCAPE.test(v)) {
+          json = JSON.stringify(v);
+          escaped = true;
+        } else {
+          json = `"${v}"`;
+        }
         break;
       case "number":
         if (!Number.isFinite(v)) return undefined;
@@ -109,11 +117,14 @@ function plainJson(obj: object): string | undefined {
         }
         if (json === undefined) return undefined;
         if (json.includes("null")) nestedNull = true;
+        escaped = true;
         break;
       default:
         return undefined; // bigint, function
     }
-    out = out === "" ? `${quoteKey(key)}:${json}` : `${out},${quoteKey(key)}:${json}`;
+    const quoted = quoteKey(key);
+    if (quoted.length !== key.length + 2) escaped = true;
+    out = out === "" ? `${quoted}:${json}` : `${out},${quoted}:${json}`;
   }
   return `{${out}}`;
 }
@@ -125,10 +136,12 @@ export function encodeProperties(properties: unknown): string {
     throw new InvalidEventError(`properties must be an object, got ${Array.isArray(properties) ? "an array" : typeof properties}`);
   }
   let out: string;
+  let check = true; // look for an escaped lone surrogate
   try {
     const plain = plainJson(properties);
     if (plain !== undefined) {
       out = plain;
+      check = escaped; // without a backslash there is no escape
       if (nestedNull) JSON.stringify(properties, finiteOnly); // throws for a non-finite number, as below
     } else {
       // The replacer-free stringify is V8's fast path; NaN and Infinity come out as `null`, so only output
@@ -140,7 +153,7 @@ export function encodeProperties(properties: unknown): string {
     if (err instanceof InvalidEventError) throw err;
     throw new InvalidEventError(`properties cannot be encoded as JSON: ${(err as Error).message}`);
   }
-  if (out.includes("\\u") && LONE_SURROGATE.test(out)) {
+  if (check && out.includes("\\u") && LONE_SURROGATE.test(out)) {
     throw new InvalidEventError("properties hold a string with a lone UTF-16 surrogate (not valid UTF-8)");
   }
   return out;

@@ -112,6 +112,8 @@ describe("events", () => {
     assert.match(message(() => encodeProperties({ get boom(): string { throw new Error("getter failed"); } })),
       /cannot be encoded as JSON: getter failed/);
     assert.match(message(() => encodeProperties({ a: { b: "\udc00" } })), /surrogate/);
+    assert.match(message(() => encodeProperties({ "\ud800": 1 })), /surrogate/);
+    assert.match(message(() => encodeProperties({ a: "ok", b: "x\udfff" })), /surrogate/);
   });
   it("encodes the envelope of protocol.md section 2", () => {
     const ev = encodeEvent("page_view", '{"a":1}', '"u1"', "", 1000, 7, { producerId: PID, nodeIdJson: '"n"', contextJson: '{"app":"x"}' });

@@ -44,6 +44,8 @@ function quoteKey(key) {
 }
 /** Nested values seen by `plainJson` hold a null: NaN or Infinity may hide there. */
 let nestedNull = false;
+/** `plainJson` wrote a backslash (through JSON.stringify): an escaped lone surrogate may be there. */
+let escaped = false;
 /**
  * What `JSON.stringify(obj)` writes, for a plain object, built here: V8 (Node 20) copies strings into JSON
  * character by character, while a string that needs no escape is only scanned here (a long property value
@@ -57,13 +59,20 @@ function plainJson(obj) {
     const keys = Object.keys(obj);
     let out = "";
     nestedNull = false;
+    escaped = false;
     for (let i = 0; i < keys.length; i++) {
         const key = keys[i];
         const v = obj[key];
         let json;
         switch (typeof v) {
             case "string":
-                json = NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`;
+                if (NEEDS_ESCAPE.test(v)) {
+                    json = JSON.stringify(v);
+                    escaped = true;
+                }
+                else {
+                    json = `"${v}"`;
+                }
                 break;
             case "number":
                 if (!Number.isFinite(v))
@@ -93,11 +102,15 @@ function plainJson(obj) {
                     return undefined;
                 if (json.includes("null"))
                     nestedNull = true;
+                escaped = true;
                 break;
             default:
                 return undefined; // bigint, function
         }
-        out = out === "" ? `${quoteKey(key)}:${json}` : `${out},${quoteKey(key)}:${json}`;
+        const quoted = quoteKey(key);
+        if (quoted.length !== key.length + 2)
+            escaped = true;
+        out = out === "" ? `${quoted}:${json}` : `${out},${quoted}:${json}`;
     }
     return `{${out}}`;
 }
@@ -109,10 +122,12 @@ function encodeProperties(properties) {
         throw new errors_js_1.InvalidEventError(`properties must be an object, got ${Array.isArray(properties) ? "an array" : typeof properties}`);
     }
     let out;
+    let check = true; // look for an escaped lone surrogate
     try {
         const plain = plainJson(properties);
         if (plain !== undefined) {
             out = plain;
+            check = escaped; // without a backslash there is no escape
             if (nestedNull)
                 JSON.stringify(properties, finiteOnly); // throws for a non-finite number, as below
         }
@@ -129,7 +144,7 @@ function encodeProperties(properties) {
             throw err;
         throw new errors_js_1.InvalidEventError(`properties cannot be encoded as JSON: ${err.message}`);
     }
-    if (out.includes("\\u") && LONE_SURROGATE.test(out)) {
+    if (check && out.includes("\\u") && LONE_SURROGATE.test(out)) {
         throw new errors_js_1.InvalidEventError("properties hold a string with a lone UTF-16 surrogate (not valid UTF-8)");
     }
     return out;
