@@ -48,6 +48,87 @@ function finiteOnly(_key: string, value: unknown): unknown {
   return value;
 }
 
+// What JSON.stringify writes otherwise than as it is: a quote, a backslash, a control character, a surrogate.
+// eslint-disable-next-line no-control-regex
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+const keyJson = new Map<string, string>(); // property names seen, quoted: a lookup instead of a regex per key
+const KEY_JSON_MAX = 4096;
+
+function quoteKey(key: string): string {
+  let quoted = keyJson.get(key);
+  if (quoted === undefined) {
+    quoted = NEEDS_ESCAPE.test(key) ? JSON.stringify(key) : `"${key}"`;
+    if (keyJson.size < KEY_JSON_MAX) keyJson.set(key, quoted);
+  }
+  return quoted;
+}
+
+/** Nested values seen by `plainJson` hold a null: NaN or Infinity may hide there. */
+let nestedNull = false;
+/** `plainJson` wrote a backslash (through JSON.stringify): an escaped lone surrogate may be there. */
+let escaped = false;
+
+/**
+ * What `JSON.stringify(obj)` writes, for a plain object, built here: V8 (Node 20) copies strings into JSON
+ * character by character, while a string that needs no escape is only scanned here (a long property value
+ * costs about half). Nested objects and arrays go to JSON.stringify. Undefined when only the full
+ * JSON.stringify path decides exactly (a non-finite number, a BigInt, a function, a toJSON, or an error).
+ */
+function plainJson(obj: object): string | undefined {
+  const proto: unknown = Object.getPrototypeOf(obj);
+  if ((proto !== Object.prototype && proto !== null) || typeof (obj as { toJSON?: unknown }).toJSON === "function") return undefined;
+  const keys = Object.keys(obj);
+  let out = "";
+  nestedNull = false;
+  escaped = false;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    const v: unknown = (obj as Record<string, unknown>)[key];
+    let json: string | undefined;
+    switch (typeof v) {
+      case "string":
+        if (NEEDS_ESCAPE.test(v)) {
+          json = JSON.stringify(v);
+          escaped = true;
+        } else {
+          json = `"${v}"`;
+        }
+        break;
+      case "number":
+        if (!Number.isFinite(v)) return undefined;
+        json = `${v}`;
+        break;
+      case "boolean":
+        json = v ? "true" : "false";
+        break;
+      case "undefined":
+      case "symbol":
+        continue; // JSON.stringify leaves the key out
+      case "object":
+        if (v === null) {
+          json = "null";
+          break;
+        }
+        if (typeof (v as { toJSON?: unknown }).toJSON === "function") return undefined; // called with its key
+        try {
+          json = JSON.stringify(v); // typed string; undefined only through a toJSON, checked all the same
+        } catch {
+          return undefined; // the full path gives the error as it reads in context (a cycle's path)
+        }
+        if (json === undefined) return undefined;
+        if (json.includes("null")) nestedNull = true;
+        escaped = true;
+        break;
+      default:
+        return undefined; // bigint, function
+    }
+    const quoted = quoteKey(key);
+    if (quoted.length !== key.length + 2) escaped = true;
+    out = out === "" ? `${quoted}:${json}` : `${out},${quoted}:${json}`;
+  }
+  return `{${out}}`;
+}
+
 /** The JSON of `properties`; throws InvalidEventError for non-objects, NaN/Infinity, BigInt, cycles. */
 export function encodeProperties(properties: unknown): string {
   if (properties === undefined || properties === null) return "{}";
@@ -55,16 +136,24 @@ export function encodeProperties(properties: unknown): string {
     throw new InvalidEventError(`properties must be an object, got ${Array.isArray(properties) ? "an array" : typeof properties}`);
   }
   let out: string;
+  let check = true; // look for an escaped lone surrogate
   try {
-    // The replacer-free stringify is V8's fast path; NaN and Infinity come out as `null`, so only output
-    // holding a null is stringified again with the check (the second pass throws for a non-finite number).
-    out = JSON.stringify(properties);
-    if (out.includes("null")) JSON.stringify(properties, finiteOnly);
+    const plain = plainJson(properties);
+    if (plain !== undefined) {
+      out = plain;
+      check = escaped; // without a backslash there is no escape
+      if (nestedNull) JSON.stringify(properties, finiteOnly); // throws for a non-finite number, as below
+    } else {
+      // The replacer-free stringify is V8's fast path; NaN and Infinity come out as `null`, so only output
+      // holding a null is stringified again with the check (the second pass throws for a non-finite number).
+      out = JSON.stringify(properties);
+      if (out.includes("null")) JSON.stringify(properties, finiteOnly);
+    }
   } catch (err) {
     if (err instanceof InvalidEventError) throw err;
     throw new InvalidEventError(`properties cannot be encoded as JSON: ${(err as Error).message}`);
   }
-  if (out.includes("\\u") && LONE_SURROGATE.test(out)) {
+  if (check && out.includes("\\u") && LONE_SURROGATE.test(out)) {
     throw new InvalidEventError("properties hold a string with a lone UTF-16 surrogate (not valid UTF-8)");
   }
   return out;

@@ -10,7 +10,7 @@ import { isUuid, splitBatchId, uuid7 } from "../src/ids.js";
 import { backoffMs, classify } from "../src/retry.js";
 import { split } from "../src/sender.js";
 import { CorruptFileError, decodeBatch, decodeState, encodeBatch, encodeState, fileName, parseName } from "../src/spoolfile.js";
-import { parseError, parseRejections, parseRetryAfter } from "../src/wire.js";
+import { type Batch, jsonBody, parseError, parseRejections, parseRetryAfter } from "../src/wire.js";
 
 const PID = "5b7b2d0e-3f3a-4c59-9f61-3f1f3a0c9e4d";
 // Written by the Python SDK's _spoolfile.encode_batch: the on-disk format is shared.
@@ -74,6 +74,47 @@ describe("events", () => {
     assert.throws(() => encodeProperties({ x: "\ud800" }), /surrogate/);
     assert.equal(encodeProperties({ x: "\\ud800 is text", e: "😀" }), '{"x":"\\\\ud800 is text","e":"😀"}');
   });
+  it("writes properties exactly as JSON.stringify does", () => {
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = { back: cyclic };
+    const cases: object[] = [
+      {}, { a: 1, b: -0, c: 1e21, d: 1.5e-7, e: true, f: false, g: null, h: undefined, i: Symbol("s"), j: "x" },
+      { q: 'say "hi"\\ \n\t\u0001 \u007f \u2028', long: "lorem ipsum ".repeat(200), emoji: "😀", e: "é" },
+      { "quote\"key": 1, "new\nline": 2, "é": 3, "2": "numeric keys first", "1": 0 },
+      { nested: { a: [1, "two", null, { b: undefined }], d: new Date(0), m: new Map([[1, 2]]) }, arr: [undefined, () => 1] },
+      { n: new Number(5), s: new String("x"), b: new Boolean(false) },
+      Object.assign(Object.create(null) as object, { a: "no prototype" }),
+      { d: new Date(0) }, { withToJSON: { toJSON: (k: string) => `key ${k}` } },
+      new Date(0), new Map([["a", 1]]), new String("boxed"), Object.assign(Object.create({ inherited: 1 }) as object, { own: 2 }),
+      { get g() { return "getter"; } }, new Proxy({ a: 1, b: "p" }, {}),
+    ];
+    for (const c of cases) assert.equal(encodeProperties(c), JSON.stringify(c));
+    const message = (f: () => unknown): string => {
+      try {
+        f();
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return "no error";
+    };
+    const NOT_FINITE = /non-finite number \((NaN|Infinity|-Infinity)\)/;
+    assert.match(message(() => encodeProperties({ a: "x", b: Number.NaN })), NOT_FINITE);
+    assert.match(message(() => encodeProperties({ a: { b: [1, -Infinity] } })), /non-finite number \(-Infinity\)/);
+    assert.match(message(() => encodeProperties({ a: Number.NaN, b: 1n })), /cannot be encoded as JSON: .*BigInt/);
+    assert.match(message(() => encodeProperties({ a: { b: 1n } })), /cannot be encoded as JSON: .*BigInt/);
+    let circular = "";
+    try {
+      JSON.stringify(cyclic);
+    } catch (err) {
+      circular = (err as Error).message;
+    }
+    assert.equal(message(() => encodeProperties(cyclic)), `properties cannot be encoded as JSON: ${circular}`);
+    assert.match(message(() => encodeProperties({ get boom(): string { throw new Error("getter failed"); } })),
+      /cannot be encoded as JSON: getter failed/);
+    assert.match(message(() => encodeProperties({ a: { b: "\udc00" } })), /surrogate/);
+    assert.match(message(() => encodeProperties({ "\ud800": 1 })), /surrogate/);
+    assert.match(message(() => encodeProperties({ a: "ok", b: "x\udfff" })), /surrogate/);
+  });
   it("encodes the envelope of protocol.md section 2", () => {
     const ev = encodeEvent("page_view", '{"a":1}', '"u1"', "", 1000, 7, { producerId: PID, nodeIdJson: '"n"', contextJson: '{"app":"x"}' });
     const doc = JSON.parse(ev.json) as Record<string, unknown>;
@@ -81,6 +122,27 @@ describe("events", () => {
     assert.equal(doc.seq, 7);
     assert.equal(doc.event_id, ev.eventId);
     assert.equal(ev.bytes, Buffer.byteLength(ev.json));
+  });
+  it("uuid7 ids of one millisecond share its time and differ", () => {
+    const ids = Array.from({ length: 1000 }, () => uuid7(1_795_313_484_990));
+    assert.equal(new Set(ids).size, ids.length);
+    for (const id of ids) assert.match(id, /^01a20105-c4be-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
+
+describe("wire", () => {
+  const batchOf = (events: string[], nbytes = events.reduce((s, e) => s + Buffer.byteLength(e), 0)): Batch =>
+    ({ batchId: "b", producerId: PID, firstSeq: 0, lastSeq: events.length - 1, events, nbytes });
+  const joined = (events: string[]): string => `{"batch_id":"b","sent_at":5,"sdk":{"name":"headwater-node","version":"0.1.0"},"events":[${events.join(",")}]}`;
+  it("the JSON body is the envelopes joined, whether nbytes is right or not", () => {
+    const events = ['{"seq":0,"p":"é"}', '{"seq":1,"p":"😀"}', '{"seq":2}'];
+    for (const evs of [events, events.slice(0, 1), []]) {
+      const want = joined(evs);
+      assert.equal(jsonBody(batchOf(evs), 5).toString("utf8"), want);
+      for (const off of [-3, -1, 1, 4, 5, 100]) {
+        assert.equal(jsonBody(batchOf(evs, Math.max(0, batchOf(evs).nbytes + off)), 5).toString("utf8"), want);
+      }
+    }
   });
 });
 

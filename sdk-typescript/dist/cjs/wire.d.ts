@@ -16,7 +16,11 @@ export interface Rejection {
     code: string;
     message: string;
 }
-/** The JSON batch body (protocol.md section 2), joining the already-encoded envelopes. */
+/**
+ * The JSON batch body (protocol.md section 2), joining the already-encoded envelopes. `nbytes` (the events'
+ * UTF-8 bytes) sizes the buffer, and each envelope is written into it once; should it be wrong, the body is
+ * built by joining the strings instead.
+ */
 export declare function jsonBody(batch: Batch, sentAt: number): Buffer;
 /** The `rejected` list of a 200/422 body; a malformed body counts as no rejection listed. */
 export declare function parseRejections(body: Buffer): Rejection[];

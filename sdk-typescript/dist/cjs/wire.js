@@ -11,9 +11,27 @@ const version_js_1 = require("./version.js");
 exports.JSON_TYPE = "application/json";
 exports.AVRO_TYPE = "application/vnd.headwater.batch+avro";
 const SDK_JSON = JSON.stringify({ name: version_js_1.SDK_NAME, version: version_js_1.VERSION });
-/** The JSON batch body (protocol.md section 2), joining the already-encoded envelopes. */
+/**
+ * The JSON batch body (protocol.md section 2), joining the already-encoded envelopes. `nbytes` (the events'
+ * UTF-8 bytes) sizes the buffer, and each envelope is written into it once; should it be wrong, the body is
+ * built by joining the strings instead.
+ */
 function jsonBody(batch, sentAt) {
-    return Buffer.from(`{"batch_id":"${batch.batchId}","sent_at":${sentAt},"sdk":${SDK_JSON},"events":[${batch.events.join(",")}]}`);
+    const head = `{"batch_id":"${batch.batchId}","sent_at":${sentAt},"sdk":${SDK_JSON},"events":[`;
+    const events = batch.events;
+    const size = Buffer.byteLength(head) + batch.nbytes + Math.max(events.length - 1, 0) + 2;
+    const buf = Buffer.allocUnsafe(size + 4); // room to see an understated nbytes without a silent truncation
+    let pos = buf.write(head, 0);
+    for (let i = 0; i < events.length && pos < buf.length; i++) {
+        if (i > 0)
+            buf[pos++] = 0x2c; // ,
+        pos += buf.write(events[i], pos);
+    }
+    if (pos < buf.length)
+        pos += buf.write("]}", pos);
+    if (pos === size)
+        return buf.subarray(0, size);
+    return Buffer.from(`${head}${events.join(",")}]}`);
 }
 /** The `rejected` list of a 200/422 body; a malformed body counts as no rejection listed. */
 function parseRejections(body) {

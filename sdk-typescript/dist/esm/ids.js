@@ -3,6 +3,8 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 const SPLIT_NAMESPACE = Buffer.from("6f1f0c2e9a104b598d552f6f1d1b9a10", "hex");
 const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+const NIBBLE = Array.from({ length: 256 }, (_, i) => (i & 0x0f).toString(16)); // low nibble of a byte
+const VARIANT = Array.from({ length: 256 }, (_, i) => ((i & 0x3f) | 0x80).toString(16)); // variant 10 + 6 random bits
 // Random bytes are drawn 4 KiB at a time: one syscall per ~400 ids instead of one per id.
 let pool = Buffer.alloc(0);
 let poolPos = 0;
@@ -15,15 +17,22 @@ function random10() {
     poolPos += 10;
     return at;
 }
+// The id's first 15 characters ("tttttttt-tttt-7") depend only on the millisecond: kept for the last one.
+let prefixMs = -1;
+let prefix = "";
 /** A UUIDv7 string (RFC 9562): 48-bit millisecond timestamp, version 7, variant 10, 74 random bits. */
 export function uuid7(unixMs = Date.now()) {
+    if (unixMs !== prefixMs) {
+        const ts = unixMs.toString(16).padStart(12, "0").slice(-12);
+        prefix = `${ts.slice(0, 8)}-${ts.slice(8, 12)}-7`;
+        prefixMs = unixMs;
+    }
     const r = random10();
     const p = pool;
-    const ts = unixMs.toString(16).padStart(12, "0").slice(-12);
-    return (`${ts.slice(0, 8)}-${ts.slice(8, 12)}-7${HEX[p[r]]?.[1]}${HEX[p[r + 1]]}-` +
-        `${HEX[(p[r + 2] & 0x3f) | 0x80]}${HEX[p[r + 3]]}-` +
-        `${HEX[p[r + 4]]}${HEX[p[r + 5]]}${HEX[p[r + 6]]}` +
-        `${HEX[p[r + 7]]}${HEX[p[r + 8]]}${HEX[p[r + 9]]}`);
+    return prefix + NIBBLE[p[r]] + HEX[p[r + 1]] + "-" +
+        VARIANT[p[r + 2]] + HEX[p[r + 3]] + "-" +
+        HEX[p[r + 4]] + HEX[p[r + 5]] + HEX[p[r + 6]] +
+        HEX[p[r + 7]] + HEX[p[r + 8]] + HEX[p[r + 9]];
 }
 /** A random producer id (UUIDv4). */
 export function newProducerId() {
