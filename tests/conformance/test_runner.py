@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hwconformance.checks import check_expectations
+from hwconformance.checks import check_expectations, request_views
 from hwconformance.mockgw import MockGateway, Recorded
 from hwconformance.patterns import Matcher, Mismatch, retry_after_seconds, split_id
 from hwconformance.results import FAIL, PASS, XFAIL, XPASS, settle, summary_line
@@ -108,6 +108,22 @@ def test_the_gateways_expectation_holds_the_failover_invariants() -> None:
     stayed = [("primary", "b1", [0, 1], 503), ("primary", "b1", [0, 1], 200), ("primary", "b2", [2], 200)]
     assert "acknowledged the seqs [] (0 events)" in "".join(
         check_expectations(expect, _two_gateways(stayed), Matcher(), frozenset()))
+
+
+@pytest.mark.unit
+def test_requests_are_seen_in_the_order_they_took_their_scripted_answers() -> None:
+    """Two requests read side by side: the one whose body was read first may take the mock's lock second. The
+    checks see them in the order they took the script, whatever the times their handlers read them at."""
+    mock = MockGateway([{"status": 503}, {"status": 200}])
+    mock.stop()
+    for batch_id, read_at in (("scripted-first", 2.0), ("scripted-second", 1.0)):
+        batch = {"batch_id": batch_id, "events": []}
+        req = Recorded(method="POST", path="/v1/batch", body=json.dumps(batch).encode(), headers={},
+                       decoded=batch, conn=1, t=read_at)
+        req["status"] = (mock.record(req) or {}).get("status", 200)
+    views = request_views(Run(mock))
+    assert [(v["batch"]["batch_id"], v["status"]) for v in views] == [("scripted-first", 503),
+                                                                      ("scripted-second", 200)]
 
 
 @pytest.mark.unit

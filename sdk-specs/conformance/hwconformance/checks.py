@@ -21,7 +21,7 @@ def request_views(run: Run) -> list[dict[str, Any]]:
     views: list[dict[str, Any]] = []
     prev: dict[str, Any] | None = None
     mocks = run.mocks.values() if run.mocks else [run.mock]
-    for req in sorted((r for m in mocks for r in m.requests), key=lambda r: float(r["t"])):
+    for req in sorted((r for m in mocks for r in m.requests), key=lambda r: (float(r["t"]), r.get("index", 0))):
         batch = req.get("decoded")
         view: dict[str, Any] = {
             "gateway": req.get("gateway", "primary"), "status": req.get("status"),

@@ -30,7 +30,8 @@ UNAVAILABLE = {"status": 503, "code": "kafka_unavailable", "headers": {"Retry-Af
 class Recorded(dict[str, Any]):
     """One request as seen by the mock: method, path, headers (lower-case names), body, decoded batch,
     connection number `conn` (`conn_base` + 1, 2, ... in order of acceptance), arrival time `t` (monotonic
-    seconds), the mock's `gateway` name and the `status` it answered (None: reset or dropped)."""
+    seconds; a batch request's is stamped by `record`), the mock's `gateway` name and the `status` it answered
+    (None: reset or dropped)."""
 
 
 @dataclass(frozen=True)
@@ -135,8 +136,14 @@ class MockGateway:
         return next(self._conns)
 
     def record(self, req: Recorded) -> dict[str, Any] | None:
-        """Keep a batch request; return the scripted answer for it (None: the default 200)."""
+        """Keep a batch request; return the scripted answer for it (None: the default 200).
+
+        Its arrival time `t` is taken here, under the lock that hands out the script, so that the order of
+        arrival the checks see (by `t`) is the order in which the requests got their scripted answers: requests
+        read side by side on several connections are otherwise stamped in one order and scripted in another.
+        """
         with self.lock:
+            req["t"] = time.monotonic()
             req["index"] = len(self.requests)
             req["gateway"] = self.name
             self.requests.append(req)
