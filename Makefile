@@ -60,7 +60,7 @@ lint: $(SETUP)
 # Go and TypeScript SDK checks, the Python SDK on its other Pythons, then pytest (which includes the conformance
 # vectors of every SDK and the gateway: tests/conformance/).
 # Each chunk is timed (tests/support/chunk.py): .headwater/test-times.txt gets the seconds per chunk and per test
-# folder (tests/support/times.py).
+# folder (tests/support/times.py); only this full run writes it (narrower runs: .headwater/test-times-last.txt).
 CHUNKS_LOG := .headwater/test-chunks.txt
 CHUNK := HEADWATER_TEST_CHUNKS=$(CHUNKS_LOG) $(PY) -m tests.support.chunk
 test: setup setup-haproxy

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.chunk import read_chunks, run
-from tests.support.times import FolderTimes, folder_of
+from tests.support.times import FolderTimes, folder_of, full_make_test
 
 pytestmark = pytest.mark.unit
 
@@ -47,3 +47,15 @@ def test_chunks_run_before_pytest_head_the_table_with_the_total(tmp_path: Path) 
     total = lines[4].split()
     assert total[:4] == ["make", "test,", "setup", "excluded"] and 90.0 <= float(total[-1]) < 91.0
     assert lines[6].split()[0] == "folder"
+
+
+def test_only_a_full_make_test_run_writes_the_times_of_make_test() -> None:
+    def option(**given: Any) -> Any:
+        return SimpleNamespace(**{"file_or_dir": [], "markexpr": "", "keyword": "", "lf": False, "deselect": None,
+                                  **given})
+
+    assert full_make_test(option(), ".headwater/test-chunks.txt")
+    assert not full_make_test(option(), None)  # pytest run by hand, even without arguments
+    for narrowed in ({"file_or_dir": ["tests/gateway"]}, {"markexpr": "unit"}, {"keyword": "config"}, {"lf": True},
+                     {"deselect": ["tests/a.py::t"]}):
+        assert not full_make_test(option(**narrowed), ".headwater/test-chunks.txt"), narrowed

@@ -4,7 +4,6 @@ and checked by a read_committed reconciliation of what the SDKs were told is ack
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 import uuid
@@ -19,6 +18,7 @@ from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet
 from tests.cluster.window import Prober
 from tests.sdk_events import EVENTS_TOPIC, arrived
 from tests.support.kafka import end_offsets
+from tests.support.producers import producer_env
 from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
@@ -30,12 +30,10 @@ class GoProducer:
     """The Go SDK's test producer as a process: tracks `events` events through HAProxy, then closes (spooled)."""
 
     def __init__(self, binary: Path, env: dict[str, str], events: int, tmp: Path) -> None:
-        proc_env = {k: v for k, v in os.environ.items()
-                    if not k.startswith("HEADWATER_") and k not in ("GATEWAY_URL", "REGISTRY_URL")}
-        proc_env.update(HEADWATER_ENDPOINT=env["GATEWAY_URL"], HEADWATER_WRITE_KEY=env["HEADWATER_WRITE_KEY"],
-                        HEADWATER_SPOOL_DIR=str(tmp / "go-spool"), HEADWATER_LINGER_S="0.1",
-                        HEADWATER_MAX_QUEUE_EVENTS=str(events), HEADWATER_RETRY_BASE_S="0.2",
-                        HEADWATER_RETRY_MAX_S="2", HEADWATER_RETRY_DEADLINE_S="900")
+        proc_env = producer_env(env["GATEWAY_URL"], env["HEADWATER_WRITE_KEY"], tmp / "go-spool",
+                                HEADWATER_LINGER_S="0.1", HEADWATER_MAX_QUEUE_EVENTS=str(events),
+                                HEADWATER_RETRY_BASE_S="0.2", HEADWATER_RETRY_MAX_S="2",
+                                HEADWATER_RETRY_DEADLINE_S="900")
         self.cmd = [str(binary), "-events", str(events), "-goroutines", "2", "-run", f"run-{uuid.uuid4()}"]
         self.env = proc_env
         self.proc: subprocess.Popen[str] | None = None

@@ -16,10 +16,13 @@ import pytest
 from tests.sdk_events import EVENTS_TOPIC, arrived
 from tests.support.kafka import end_offsets
 from tests.support.ports import free_port
+from tests.support.producers import producer_env
 
 pytestmark = pytest.mark.integration
 SDK_GO = Path(__file__).resolve().parents[2] / "sdk-go"
 GO = shutil.which("go") or "/usr/local/go/bin/go"
+# Retries quick enough for a test (the SDK's defaults are for production).
+QUICK_RETRIES = {"HEADWATER_RETRY_BASE_S": "0.05", "HEADWATER_RETRY_MAX_S": "0.5"}
 
 
 @pytest.fixture(scope="module")
@@ -38,16 +41,6 @@ def gateway(stack_env: dict[str, str]) -> dict[str, str]:
     return stack_env
 
 
-def producer_env(endpoint: str, write_key: str, spool: Path) -> dict[str, str]:
-    """The environment of one producer process: only our HEADWATER_* variables."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("HEADWATER_") and k not in ("GATEWAY_URL", "REGISTRY_URL")}
-    env.update(HEADWATER_ENDPOINT=endpoint, HEADWATER_WRITE_KEY=write_key, HEADWATER_SPOOL_DIR=str(spool),
-               HEADWATER_LINGER_S="0.01", HEADWATER_MAX_QUEUE_EVENTS="20000", HEADWATER_RETRY_BASE_S="0.05",
-               HEADWATER_RETRY_MAX_S="0.5")
-    return env
-
-
 def run_producer(binary: Path, env: dict[str, str], *args: str) -> dict[str, Any]:
     done = subprocess.run([str(binary), *args], env=env, capture_output=True, text=True, timeout=400, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -58,7 +51,7 @@ def run_producer(binary: Path, env: dict[str, str], *args: str) -> dict[str, Any
 def test_ten_thousand_events_from_goroutines_arrive_once_per_seq(producer: Path, gateway: dict[str, str],
                                                                   tmp_path: Path) -> None:
     start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
-    env = producer_env(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], tmp_path / "spool")
+    env = producer_env(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], tmp_path / "spool", **QUICK_RETRIES)
     result = run_producer(producer, env, "-events", "10000", "-goroutines", "8", "-run", f"run-{uuid.uuid4()}")
     assert result["close_error"] is None, result
     assert result["acknowledged"] == 10_000 and result["dropped"] == {} and result["rejected"] == 0, result
@@ -73,7 +66,7 @@ def test_kill_9_then_restart_on_the_same_spool_delivers_every_spooled_event(
     start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
     unreachable = f"http://127.0.0.1:{free_port()}"  # nothing listens: every send fails and is retried
     proc = subprocess.Popen([str(producer), "-events", "500", "-goroutines", "4", "-hold"], text=True,
-                            env=producer_env(unreachable, gateway["HEADWATER_WRITE_KEY"], spool),
+                            env=producer_env(unreachable, gateway["HEADWATER_WRITE_KEY"], spool, **QUICK_RETRIES),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert proc.stdout is not None
@@ -85,7 +78,7 @@ def test_kill_9_then_restart_on_the_same_spool_delivers_every_spooled_event(
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(30)
     assert len(list((spool / "batches").glob("*.hwb"))) >= 500 // 40
-    env = producer_env(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], spool)
+    env = producer_env(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], spool, **QUICK_RETRIES)
     result = run_producer(producer, env, "-events", "10", "-goroutines", "2")
     assert result["producer_id"] == held["producer_id"]
     assert result["close_error"] is None and result["acknowledged"] == 510 and result["dropped"] == {}, result
@@ -100,7 +93,7 @@ def test_avro_fast_path_reaches_kafka(producer: Path, gateway: dict[str, str], t
     if "REGISTRY_URL" not in gateway:
         pytest.skip("the stack has no REGISTRY_URL yet")
     start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
-    env = producer_env(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], tmp_path / "spool")
+    env = producer_env(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], tmp_path / "spool", **QUICK_RETRIES)
     env.update(HEADWATER_WIRE_FORMAT="avro", HEADWATER_REGISTRY_URL=gateway["REGISTRY_URL"])
     result = run_producer(producer, env, "-events", "200", "-goroutines", "2", "-run", f"run-{uuid.uuid4()}")
     assert result["close_error"] is None and result["acknowledged"] == 200 and result["rejected"] == 0, result

@@ -23,6 +23,7 @@ from tests.certs import TestCA
 from tests.sdk_events import EVENTS_TOPIC, arrived
 from tests.support.kafka import end_offsets
 from tests.support.ports import free_port
+from tests.support.producers import producer_env
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
@@ -89,13 +90,6 @@ def _exactly_once(gw: TlsGateway, producer_id: str, start: dict[int, int]) -> No
     assert all(len(ids) == 1 for ids in by_seq.values())
 
 
-def _sdk_env(gw: TlsGateway, spool: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("HEADWATER_") and k not in ("GATEWAY_URL", "REGISTRY_URL", "SSL_CERT_FILE")}
-    return {**env, "HEADWATER_ENDPOINT": gw.url, "HEADWATER_WRITE_KEY": WRITE_KEY, "HEADWATER_SPOOL_DIR": str(spool),
-            "HEADWATER_LINGER_S": "0.01", "HEADWATER_MAX_QUEUE_EVENTS": "20000", **extra}
-
-
 def test_python_sdk_over_tls(tls_gateway: TlsGateway) -> None:
     start = end_offsets(tls_gateway.env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
     run = f"run-{uuid.uuid4()}"
@@ -120,7 +114,7 @@ def test_go_sdk_over_tls(tls_gateway: TlsGateway, tmp_path: Path) -> None:
     subprocess.run([GO, "build", "-o", str(binary), "./cmd/headwater-produce"], cwd=REPO / "sdk-go", check=True,
                    timeout=600, env={**os.environ, "GOTOOLCHAIN": "local"})
     start = end_offsets(tls_gateway.env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
-    env = _sdk_env(tls_gateway, tmp_path / "spool", HEADWATER_CA_BUNDLE=str(tls_gateway.ca))
+    env = producer_env(tls_gateway.url, WRITE_KEY, tmp_path / "spool", HEADWATER_CA_BUNDLE=str(tls_gateway.ca))
     done = subprocess.run([str(binary), "-events", str(COUNT), "-goroutines", "4", "-run", f"run-{uuid.uuid4()}"],
                           env=env, capture_output=True, text=True, timeout=400, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -133,7 +127,7 @@ def test_typescript_sdk_over_tls(tls_gateway: TlsGateway, tmp_path: Path) -> Non
     if shutil.which("node") is None or not NODE_PRODUCER.exists():
         pytest.fail(f"{NODE_PRODUCER} is missing: run `make setup` (it builds the TypeScript SDK)")
     start = end_offsets(tls_gateway.env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
-    env = _sdk_env(tls_gateway, tmp_path / "spool", HEADWATER_CA_BUNDLE=str(tls_gateway.ca))
+    env = producer_env(tls_gateway.url, WRITE_KEY, tmp_path / "spool", HEADWATER_CA_BUNDLE=str(tls_gateway.ca))
     done = subprocess.run(["node", str(NODE_PRODUCER), tls_gateway.url, WRITE_KEY, str(tmp_path / "spool"),
                            str(COUNT), f"run-{uuid.uuid4()}", "send"], env=env, capture_output=True, text=True,
                           timeout=600, check=False)

@@ -1,7 +1,8 @@
 """A pytest plugin: seconds spent per test folder (setup + call + teardown), shown at the end of a run and written
-to .headwater/test-times.txt when the run is the whole suite (no paths given, as `make test` runs it), else to
-.headwater/test-times-last.txt, so the next person sees where `make test`'s minutes go. Under `make test` the
-chunks before pytest (lint, Go, TypeScript, other Pythons; tests/support/chunk.py) head the table."""
+to .headwater/test-times.txt only by a full `make test` (the chunks before pytest logged, no paths, -m, -k or
+--lf), so the next person finds the last full run's figures there; any other run writes
+.headwater/test-times-last.txt. Under `make test` the chunks before pytest (lint, Go, TypeScript, other Pythons;
+tests/support/chunk.py) head the table."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _pytest.terminal import TerminalReporter
@@ -25,6 +27,15 @@ def folder_of(nodeid: str) -> str:
     """The folder of a test's file: `tests/gateway/test_http.py::test_x` -> `tests/gateway`."""
     path = nodeid.split("::", 1)[0]
     return path.rsplit("/", 1)[0] if "/" in path else "."
+
+
+def full_make_test(option: Any, chunks_log: str | None) -> bool:
+    """Whether pytest runs as `make test`'s last chunk over the whole suite: the chunk log is set (only `make test`
+    sets it) and no paths, marker or keyword expression, last-failed or deselection narrow the run."""
+    narrowed = (getattr(option, "file_or_dir", None) or getattr(option, "markexpr", "")
+                or getattr(option, "keyword", "") or getattr(option, "lf", False)
+                or getattr(option, "deselect", None))
+    return bool(chunks_log) and not narrowed
 
 
 class FolderTimes:
@@ -64,8 +75,8 @@ class FolderTimes:
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
         if not self.seconds:
             return
-        whole = not self.config.option.file_or_dir
         log = os.environ.get(CHUNKS_ENV)
+        whole = full_make_test(self.config.option, log)
         lines = self.table(read_chunks(Path(log)) if whole and log else [])
         terminalreporter.section("seconds per test folder")
         for line in lines:
