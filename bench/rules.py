@@ -24,6 +24,7 @@ import argparse
 import datetime as dt
 import io
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -266,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cost-rules", default="0,5,20")
     parser.add_argument("--env-file", type=Path, default=REPO_ROOT / ".headwater" / "stack.env")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     env = {**read_env(args.env_file), **os.environ}
     cfg = PipelineConfig.from_env(env).with_overrides(output_dir=tempfile.mkdtemp(prefix="bench-rules-"),
                                                       starting_offsets="latest", registry_poll_s=3600)

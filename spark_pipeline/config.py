@@ -44,6 +44,10 @@ class PipelineConfig:
     console: bool = False
     starting_offsets: str = "earliest"
     loss_grace: str | None = None
+    enriched_topic: str = "_headwater_enriched"
+    enriched_partitions: int = 1
+    realtime_batch: str = "5 minutes"
+    realtime_fetch_wait_ms: int = 100
 
     @property
     def checkpoint_dir(self) -> str:
@@ -84,6 +88,10 @@ class PipelineConfig:
             console=get("HEADWATER_CONSOLE", "0") in ("1", "true", "yes"),
             starting_offsets=get("HEADWATER_STARTING_OFFSETS", d.starting_offsets),
             loss_grace=_duration(env, "HEADWATER_LOSS_GRACE", lateness),
+            enriched_topic=get("HEADWATER_ENRICHED_TOPIC", d.enriched_topic),
+            enriched_partitions=_int(env, "HEADWATER_ENRICHED_PARTITIONS", d.enriched_partitions),
+            realtime_batch=_duration(env, "HEADWATER_REALTIME_BATCH", d.realtime_batch),
+            realtime_fetch_wait_ms=_int(env, "HEADWATER_REALTIME_FETCH_WAIT_MS", d.realtime_fetch_wait_ms),
         )
         return cfg
 

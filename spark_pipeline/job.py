@@ -25,7 +25,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from common.registry_client import RegistryClient
-from spark_pipeline import aggregate, decode, enrich, extract, load
+from spark_pipeline import aggregate, decode, enrich, extract, load, shared
 from spark_pipeline.audit import idle_batch_settings, loss_audit_stream
 from spark_pipeline.checkpoint import clear_interrupted_first_batch, hadoop_path
 from spark_pipeline.config import PipelineConfig, join
@@ -84,7 +84,9 @@ def _streams(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot,
     return decoded, deduped, aggregate.windowed_aggregates(enrich.with_inventory(deduped, inventory))
 
 
-LIVE_QUERIES = ("aggregates_live", "console")
+LIVE_QUERIES = ("aggregates_live", "console", "enriched")
+# Queries in Spark's real-time mode: one long-running task per Kafka partition (and per shuffle partition).
+REALTIME_QUERIES = ("enriched",)
 FILE_QUERIES = ("events", "deadletter", "aggregates_final", "loss_audit")
 QUERY_GROUPS = {"all": LIVE_QUERIES + FILE_QUERIES, "live": LIVE_QUERIES, "files": FILE_QUERIES}
 
@@ -104,11 +106,13 @@ def query_settings(name: str, trigger: str, available_now: bool) -> dict[str, st
 
 
 def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, aggregate_schema_id: int,
-                  available_now: bool, *, group: str = "all") -> list[StreamingQuery]:
+                  available_now: bool, *, group: str = "all", enriched_schema_id: int | None = None
+                  ) -> list[StreamingQuery]:
     """Build the plans from `snapshot` and start the queries of `group` (QUERY_GROUPS).
 
     `live` and `files` let the latency-bound live aggregates and the Parquet outputs run as two applications
-    (docs/tuning-small-hosts.md); `all` runs every query in this one.
+    (docs/tuning-small-hosts.md); `all` runs every query in this one. The shared enriched stream (`enriched`,
+    real-time mode) runs when `enriched_schema_id` is given (the rules read it) and not with `available_now`.
     """
     out = Outputs(cfg.output_dir)
     inventory = enrich.read_inventory(spark, cfg.nodes_file).cache()
@@ -120,6 +124,9 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
         if removed := clear_interrupted_first_batch(spark, join(out.checkpoints, name)):
             log.warning("query %s: removed %s, left by its first batch's interrupted log write", name, removed)
         with query_conf(spark, query_settings(name, trigger, available_now)):
+            if name in REALTIME_QUERIES:
+                writer = writer.queryName(name).option("checkpointLocation", join(out.checkpoints, name))
+                return writer.trigger(realTime=trigger).start()  # type: ignore[call-overload,no-any-return]
             return load.checkpointed(writer, out.checkpoints, name, trigger, available_now).start()
 
     def streams(fields: frozenset[str] | None = decode.AGGREGATE_FIELDS) -> tuple[DataFrame, DataFrame, DataFrame]:
@@ -147,6 +154,10 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
     }
     if cfg.console and not available_now:
         builders["console"] = (lambda: load.console_sink(streams()[2]), "5 seconds")
+    if enriched_schema_id is not None and not available_now:
+        builders["enriched"] = (lambda: shared.enriched_sink(
+            shared.enriched_stream(spark, cfg, snapshot, inventory, realtime=True), cfg, enriched_schema_id),
+            cfg.realtime_batch)
     return [ck(build(), name, trigger) for name, (build, trigger) in builders.items() if name in wanted]
 
 
@@ -158,13 +169,20 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
     registry = RegistryClient(cfg.registry_url)
     aggregate_id = registry.register(cfg.aggregate_subject, load.AGGREGATE_SCHEMA_JSON)
     bad: frozenset[int] = frozenset()
-    # The streaming SQL rules (spark_pipeline/rules/, docs/rules-runtime.md) run beside the built-in queries.
-    rules = None if available_now or group == "files" else runtime.maybe_start(spark, cfg, os.environ)
+    # The streaming SQL rules (spark_pipeline/rules/, docs/rules-runtime.md) run beside the built-in queries, over
+    # the shared enriched stream the `enriched` query writes.
+    with_rules = not available_now and group != "files" and runtime.enabled(os.environ)
+    enriched_id = None
+    if with_rules:
+        shared.ensure_topic(cfg)
+        enriched_id = registry.register(shared.subject(cfg), shared.ENRICHED_SCHEMA_JSON)
+    rules = runtime.maybe_start(spark, cfg, os.environ) if with_rules else None
     try:
         while True:
             snapshot = take_snapshot(registry, cfg.subject_prefix, bad)
             log.info("decoding %d writer schemas of %d subjects", len(snapshot.writers), len(snapshot.readers))
-            queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now, group=group)
+            queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now, group=group,
+                                    enriched_schema_id=enriched_id)
             for q in queries:
                 log.info("started query %s (checkpoint %s)", q.name, join(cfg.checkpoint_dir, str(q.name)))
             try:

@@ -15,6 +15,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from spark_pipeline.config import join
+from spark_pipeline.extract import NO_JMX
 
 _TS = {"type": "long", "logicalType": "timestamp-millis"}
 
@@ -72,7 +73,7 @@ def live_aggregates_sink(df: DataFrame, bootstrap: str, topic: str, schema_id: i
     """
     return (aggregate_records(df, schema_id).writeStream.format("kafka").outputMode("update")
             .option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
-            .option("kafka.enable.idempotence", "true").option("kafka.acks", "all"))
+            .option("kafka.enable.idempotence", "true").option("kafka.acks", "all").options(**NO_JMX))
 
 
 def console_sink(df: DataFrame) -> DataStreamWriter:

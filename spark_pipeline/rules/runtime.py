@@ -81,6 +81,18 @@ def enabled(env: Mapping[str, str]) -> bool:
     return env.get("HEADWATER_RULES", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+class PipelineRules(RuleManager):
+    """The rule manager with the Spark launcher it owns: stopping it also stops the packed real-time query."""
+
+    spark_launcher: SparkLauncher
+
+    def stop(self, timeout_s: float = 120.0) -> None:
+        try:
+            super().stop(timeout_s)
+        finally:
+            self.spark_launcher.close()
+
+
 def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, str],
                   settings: Settings | None = None) -> RuleManager:
     """Start the rule manager's thread for the pipeline `cfg` (creates the rule topics if missing)."""
@@ -94,8 +106,9 @@ def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, st
     offsets = env.get("HEADWATER_RULE_STARTING_OFFSETS", "").strip() or "latest"
     launcher = SparkLauncher(spark, cfg, trigger, offsets)
     follower = TopicFollower(cfg.bootstrap, RULES_TOPIC, Rule.from_json)
-    manager = RuleManager(follower, launcher, store, snapshot, watermarks=KafkaWatermarks(cfg.bootstrap),
-                          settings=settings or settings_from_env(env, cfg))
+    manager = PipelineRules(follower, launcher, store, snapshot, watermarks=KafkaWatermarks(cfg.bootstrap),
+                            settings=settings or settings_from_env(env, cfg))
+    manager.spark_launcher = launcher
     log.info("rule manager: following %s (new rules start from the %s offsets)", RULES_TOPIC, offsets)
     return manager.start()
 
