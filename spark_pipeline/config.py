@@ -48,6 +48,7 @@ class PipelineConfig:
     enriched_partitions: int = 1
     realtime_batch: str = "5 minutes"
     realtime_fetch_wait_ms: int = 100
+    metrics_port: int = 9464  # 0: no /metrics endpoint
 
     @property
     def checkpoint_dir(self) -> str:
@@ -92,6 +93,7 @@ class PipelineConfig:
             enriched_partitions=_int(env, "HEADWATER_ENRICHED_PARTITIONS", d.enriched_partitions),
             realtime_batch=_duration(env, "HEADWATER_REALTIME_BATCH", d.realtime_batch),
             realtime_fetch_wait_ms=_int(env, "HEADWATER_REALTIME_FETCH_WAIT_MS", d.realtime_fetch_wait_ms),
+            metrics_port=_port(env, "HEADWATER_PIPELINE_METRICS_PORT", d.metrics_port),
         )
         return cfg
 
@@ -139,6 +141,16 @@ def duration_ms(value: str) -> int:
     if not match:
         raise ConfigError(f"{value!r}: expected '<n> seconds|minutes|hours'")
     return int(match.group(1)) * _UNIT_MS[match.group(2)]
+
+
+def _port(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if raw == "0":
+        return 0
+    value = _int(env, name, default)
+    if value > 65535:
+        raise ConfigError(f"{name}={raw!r}: not a port")
+    return value
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

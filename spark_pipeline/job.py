@@ -29,6 +29,7 @@ from spark_pipeline import aggregate, decode, enrich, extract, load, shared
 from spark_pipeline.audit import idle_batch_settings, loss_audit_stream
 from spark_pipeline.checkpoint import clear_interrupted_first_batch, hadoop_path
 from spark_pipeline.config import PipelineConfig, join
+from spark_pipeline.metrics import PipelineMetrics, Sampler, figures
 from spark_pipeline.rules import runtime
 from spark_pipeline.session import NO_DATA_BATCHES, build_session, query_conf
 from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
@@ -177,12 +178,16 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
         shared.ensure_topic(cfg)
         enriched_id = registry.register(shared.subject(cfg), shared.ENRICHED_SCHEMA_JSON)
     rules = runtime.maybe_start(spark, cfg, os.environ) if with_rules else None
+    running: list[StreamingQuery] = []
+    restarts = [0]
+    sampler = None if available_now else start_metrics(cfg, lambda: (running, restarts[0]))
     try:
         while True:
             snapshot = take_snapshot(registry, cfg.subject_prefix, bad)
             log.info("decoding %d writer schemas of %d subjects", len(snapshot.writers), len(snapshot.readers))
             queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now, group=group,
                                     enriched_schema_id=enriched_id)
+            running[:] = queries
             for q in queries:
                 log.info("started query %s (checkpoint %s)", q.name, join(cfg.checkpoint_dir, str(q.name)))
             try:
@@ -193,11 +198,35 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
                 raise
             if unknown is None:
                 return
+            restarts[0] += 1
             fresh = take_snapshot(registry, cfg.subject_prefix)
             bad = frozenset(bad | {i for i in unknown if i not in fresh.writers})
     finally:
+        if sampler is not None:
+            sampler.stop()
         if rules is not None:
             rules.stop()
+
+
+def start_metrics(cfg: PipelineConfig, current: Callable[[], tuple[list[StreamingQuery], int]]) -> Sampler:
+    """Sample the built-in queries (`current()`: the running ones and how often they were restarted) and the rules
+    into the Prometheus gauges, served on HEADWATER_PIPELINE_METRICS_PORT (a port in use is logged, not fatal)."""
+    watermarks = runtime.KafkaWatermarks(cfg.bootstrap, max_age_s=5.0)
+
+    def collect(m: PipelineMetrics) -> None:
+        queries, restarts = current()
+        for q in list(queries):
+            m.set_query(str(q.name), bool(q.isActive), figures(q.lastProgress, watermarks), restarts)
+        for manager in runtime.running():
+            if isinstance(manager, runtime.PipelineRules):
+                m.set_rules(manager.figures(watermarks))
+
+    sampler = Sampler(PipelineMetrics(), collect)
+    try:
+        return sampler.start(cfg.metrics_port)
+    except OSError as exc:
+        log.warning("no /metrics endpoint on port %d: %s", cfg.metrics_port, exc)
+        return sampler.start(None)
 
 
 def replay(cfg: PipelineConfig, output: str, starting: str = "earliest", ending: str = "latest",

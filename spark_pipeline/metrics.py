@@ -7,7 +7,7 @@ answers `/metrics` on HEADWATER_PIPELINE_METRICS_PORT (0: no endpoint). ops/aler
 
 A real-time query reports progress once per real-time batch (HEADWATER_REALTIME_BATCH): its series move at that
 pace. Rules packed into one query report that query's rows/s, lag, state and latency, with their own output
-records per second (`headwater_rule_output_rows_per_second`, counted in the query).
+matched rows per second (`headwater_rule_matched_rows_per_second`, counted in the query).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class QueryFigures:
     lag: int | None
     state_rows: int
     latency_ms: tuple[float, float, float] | None  # p50, p99, max
-    counts: dict[str, int]
+    matched_per_s: dict[str, float]  # per counted condition (a rule), rows per second of the batch
     batch_ms: float
 
 
@@ -67,11 +67,12 @@ def figures(progress: Any, watermarks: HighWatermarks) -> QueryFigures | None:
     percentiles = observed.get("latency_ms")
     if isinstance(percentiles, list) and len(percentiles) == 2 and observed.get("rows"):
         latency = (float(percentiles[0]), float(percentiles[1]), float(observed.get("latency_max_ms") or 0))
-    counts = {k.split(":", 1)[1]: int(v or 0) for k, v in observed.items() if k.startswith("count:")}
-    duration = (p.get("durationMs") or {}).get("triggerExecution") or 0
+    duration = float((p.get("durationMs") or {}).get("triggerExecution") or 0)
+    rates = {k.split(":", 1)[1]: int(v or 0) * 1000 / duration for k, v in observed.items()
+             if k.startswith("count:") and duration > 0}
     return QueryFigures(float(rate) if isinstance(rate, (int, float)) else 0.0, lag(p, watermarks),
                         sum(int(op.get("numRowsTotal") or 0) for op in p.get("stateOperators") or []), latency,
-                        counts, float(duration))
+                        rates, duration)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class RuleFigures:
     state: str
     failures: int
     query: QueryFigures | None
-    output_rows: int | None
+    matched_per_s: float | None
 
 
 class PipelineMetrics:
@@ -103,8 +104,9 @@ class PipelineMetrics:
         self.r_state = Gauge("headwater_rule_state", "1 for the rule's current state", [*rl, "state"], registry=r)
         self.r_rows = Gauge("headwater_rule_rows_per_second", "input rows per second of the rule's query", rl,
                             registry=r)
-        self.r_out = Gauge("headwater_rule_output_rows", "output records of the rule in its query's last batch", rl,
-                           registry=r)
+        self.r_matched = Gauge("headwater_rule_matched_rows_per_second",
+                               "rows of the shared stream the rule matched (a filter's output records), last batch",
+                               rl, registry=r)
         self.r_lag = Gauge("headwater_rule_lag_records", "Kafka records behind, of the rule's query", rl, registry=r)
         self.r_state_rows = Gauge("headwater_rule_state_rows", "state rows of the rule's query", rl, registry=r)
         self.r_latency = Gauge("headwater_rule_latency_seconds", "created_at to the rule's query output, last batch",
@@ -134,8 +136,8 @@ class PipelineMetrics:
             for state in STATES:
                 self.r_state.labels(*key, state).set(1 if state == rule.state else 0)
             self.r_failures.labels(*key).set(rule.failures)
-            if rule.output_rows is not None:
-                self.r_out.labels(*key).set(rule.output_rows)
+            if rule.matched_per_s is not None:
+                self.r_matched.labels(*key).set(rule.matched_per_s)
             f = rule.query
             if f is None:
                 continue
@@ -147,7 +149,7 @@ class PipelineMetrics:
                 for quantile, ms in zip(("0.5", "0.99", "1"), f.latency_ms, strict=True):
                     self.r_latency.labels(*key, quantile).set(ms / 1000)
         for gone in self._rules - seen:  # deleted rules leave no stale series
-            for gauge in (self.r_rows, self.r_out, self.r_lag, self.r_state_rows, self.r_failures):
+            for gauge in (self.r_rows, self.r_matched, self.r_lag, self.r_state_rows, self.r_failures):
                 _remove(gauge, *gone)
             for state in STATES:
                 _remove(self.r_state, *gone, state)

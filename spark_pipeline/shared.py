@@ -26,6 +26,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from spark_pipeline import aggregate, decode, enrich, extract
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.load import confluent_frame
+from spark_pipeline.metrics import observe_latency
 from spark_pipeline.snapshot import SchemaSnapshot
 
 _TS = {"type": "long", "logicalType": "timestamp-millis"}
@@ -110,8 +111,10 @@ def enriched_records(rows: DataFrame, schema_id: int) -> DataFrame:
 
 
 def enriched_sink(rows: DataFrame, cfg: PipelineConfig, schema_id: int) -> DataStreamWriter:
-    """Spark's Kafka sink to the internal topic (at least once: a replayed batch re-sends the same records)."""
-    return (enriched_records(rows, schema_id).writeStream.format("kafka").outputMode("update")
+    """Spark's Kafka sink to the internal topic (at least once: a replayed batch re-sends the same records); the
+    latency from created_at to here is observed per batch (`metrics.observe_latency`)."""
+    observed = observe_latency(rows, F.unix_millis("created_at"))
+    return (enriched_records(observed, schema_id).writeStream.format("kafka").outputMode("update")
             .option("kafka.bootstrap.servers", cfg.bootstrap).option("topic", cfg.enriched_topic)
             .option("kafka.linger.ms", "0").option("kafka.acks", "all").option("kafka.enable.idempotence", "true")
             .options(**extract.NO_JMX))

@@ -25,12 +25,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
 
 from spark_pipeline.load import confluent_frame
+from spark_pipeline.metrics import observe_latency
 from spark_pipeline.rules import output
 from spark_pipeline.rules.model import Rule
 from spark_pipeline.rules.plans import Catalyst, NotPackable
 from spark_pipeline.rules.safety import concern
 
 WATERMARK_KEY = "spark.watermarkDelayMs"
+SESSION_KEY = "spark.sessionWindow"  # Spark's marker on a session_window() column
 # Aggregate functions a packed aggregation runs: they never fail on any input (Sum and Average only over
 # floating-point inputs: an integer sum may overflow under ANSI).
 FUNCTIONS = frozenset({"Count", "Min", "Max", "Sum", "Average", "HyperLogLogPlusPlus", "First", "Last",
@@ -57,6 +59,7 @@ class AggregatePlan:
     element: Column
     record: Column
     delay_ms: int
+    key: str  # the rule's groups' `rule` value (rule_key)
 
     @property
     def pack_id(self) -> str:
@@ -97,7 +100,7 @@ def compile_aggregate(cat: Catalyst, rule: Rule, df: DataFrame, boundary: Any) -
                                                                                         .aggregateFunction())))
                   for i in ordered)
     delay = _delay(cat, boundary)
-    return AggregatePlan(signature, slots, element, record, delay)
+    return AggregatePlan(signature, slots, element, record, delay, rule_key(rule))
 
 
 def _expressions(cat: Catalyst, node: Any) -> list[Any]:
@@ -111,6 +114,8 @@ def _watermarked(cat: Catalyst, expr: Any) -> bool:
 def _time_group(cat: Catalyst, groups: list[Any]) -> int:
     """The grouping expression the watermark bounds: a window (struct of start, end) or a time column."""
     for i, g in enumerate(groups):
+        if any(a.metadata().contains(SESSION_KEY) for a in cat.items(g.references().toSeq())):
+            raise NotPackable("session windows do not run in real-time mode")
         if _watermarked(cat, g):
             kind = g.dataType().typeName()
             if kind == "struct" and "end" in list(g.dataType().fieldNames()):
@@ -246,7 +251,10 @@ def aggregated_records(base: DataFrame, plans: list[AggregatePlan]) -> DataFrame
     slots = plans[0].slots
     inputs = sum(sum(s.inputs) for s in slots)
     watermark = {WATERMARK_KEY: plans[0].delay_ms}
-    rows = base.select(F.explode(elements).alias("e")).select(
+    exploded = base.select(F.explode(elements).alias("e"), F.unix_millis("created_at").alias("created_ms"))
+    # Observed where the rows enter the aggregation: the latency up to here, and the rows each rule counts.
+    counts = {key: F.col("e.rule") == F.lit(key) for key in (p.key for p in plans)}
+    rows = observe_latency(exploded, F.col("created_ms"), counts).select(
         F.col("e.rule").alias("rule"), F.col("e.wend").alias("wend", metadata=watermark), F.col("e.gkey").alias("gkey"),
         *[F.col(f"e.a{i}").alias(f"a{i}") for i in range(inputs)])
     columns, next_input = [], 0

@@ -30,6 +30,7 @@ from pyspark.sql.types import StructType
 
 from spark_pipeline.extract import NO_JMX
 from spark_pipeline.load import confluent_frame
+from spark_pipeline.metrics import observe_latency
 from spark_pipeline.rules import output
 from spark_pipeline.rules.aggregates import AggregatePlan, aggregated_records
 from spark_pipeline.rules.model import Rule
@@ -71,7 +72,9 @@ def packed_records(base: DataFrame, members: list[Member]) -> DataFrame:
     if not stateless:
         return aggregated_records(base, [m.plan for m in members if isinstance(m.plan, AggregatePlan)])
     records = F.filter(F.array(*[record(m, p) for m, p in stateless]), lambda r: r.isNotNull())
-    return base.select(F.explode(records).alias("r")).select("r.topic", "r.key", "r.value")
+    rows = base.select(F.explode(records).alias("r"), F.unix_millis("created_at").alias("created_ms"))
+    counts = {m.rule.name: F.col("r.topic") == F.lit(m.rule.topic) for m, _ in stateless}
+    return observe_latency(rows, F.col("created_ms"), counts).select("r.topic", "r.key", "r.value")
 
 
 class Pack:

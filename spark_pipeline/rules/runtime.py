@@ -18,10 +18,13 @@ from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
 from common.registry_client import RegistryClient
+from spark_pipeline import metrics
 from spark_pipeline.config import PipelineConfig
+from spark_pipeline.metrics import RuleFigures
 from spark_pipeline.rules.launch import SparkLauncher
 from spark_pipeline.rules.manager import RuleManager, Settings
 from spark_pipeline.rules.model import MAX_STATE_ROWS, RULES_TOPIC, Rule
+from spark_pipeline.rules.progress import HighWatermarks
 from spark_pipeline.rules.store import RuleStore, TopicFollower
 from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
 
@@ -91,6 +94,22 @@ class PipelineRules(RuleManager):
             super().stop(timeout_s)
         finally:
             self.spark_launcher.close()
+
+    def tier(self, name: str) -> str:
+        placement = self.spark_launcher.placements.get(name)
+        return placement.tier if placement is not None else "none"
+
+    def figures(self, watermarks: HighWatermarks) -> list[RuleFigures]:
+        """Each rule's state, tier, failures in a row and its query's last figures, for the metrics."""
+        out = []
+        for name, slot in list(self.slots.items()):
+            q = slot.query
+            f = metrics.figures(q.lastProgress, watermarks) if q is not None else None
+            matched = None
+            if f is not None:
+                matched = f.matched_per_s.get(name, f.matched_per_s.get(f"{name}.v{slot.rule.version}"))
+            out.append(RuleFigures(name, self.tier(name), slot.state, slot.failures, f, matched))
+        return out
 
 
 def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, str],

@@ -36,6 +36,7 @@ SAFE = frozenset({
     "WeekDay", "DayOfYear", "Month", "Quarter", "Year", "WeekOfYear", "TruncTimestamp", "TruncDate", "DateDiff",
     "TimeAdd", "DatetimeSub", "PreciseTimestampConversion", "StructsToJson", "GetJsonObject", "ParseToDate",
 })
+_NUMBERS = frozenset({"byte", "short", "integer", "long", "float", "double", "decimal"})
 _ARITHMETIC = frozenset({"Add", "Subtract", "Multiply", "UnaryMinus", "Abs"})
 _DIVISION = frozenset({"Divide", "Remainder", "IntegralDivide", "Pmod"})
 _REGEX = frozenset({"RLike", "RegExpExtract", "RegExpExtractAll", "RegExpReplace", "RegExpCount", "RegExpSubStr",
@@ -45,20 +46,28 @@ _CURRENT_TIME = frozenset({"CurrentTimestamp", "Now", "CurrentDate", "LocalTimes
 _PYTHON_COLUMNS = {"_user_agents": "browser/os/device (user-agent parsing)", "_countries": "country (IP lookup)"}
 
 
-def _nodes(cat: Catalyst, expr: Any, skip: tuple[str, ...]) -> Iterator[tuple[Any, str]]:
+# Spark's own window() bounds: microsecond arithmetic on the event time inside these conversions, which cannot
+# overflow for any timestamp Spark represents.
+_WINDOW_BOUNDS = "PreciseTimestampConversion"
+_BOUNDS_ARITHMETIC = frozenset({"Add", "Subtract", "Multiply", "Remainder", "Pmod", "Divide", "IntegralDivide"})
+
+
+def _nodes(cat: Catalyst, expr: Any, skip: tuple[str, ...], bounds: bool = False
+           ) -> Iterator[tuple[Any, str, bool]]:
+    """Each node with its kind and whether it is inside window() bounds (`_WINDOW_BOUNDS`)."""
     kind = cat.name(expr)
     if kind in skip:
         return
-    yield expr, kind
+    yield expr, kind, bounds
     for child in cat.children(expr):
-        yield from _nodes(cat, child, skip)
+        yield from _nodes(cat, child, skip, bounds or kind == _WINDOW_BOUNDS)
 
 
 def concern(cat: Catalyst, expr: Any, skip: tuple[str, ...] = ()) -> str | None:
     """Why `expr` cannot run in a shared real-time query (None: it can); subtrees of the kinds `skip` are not
     looked at (the caller checks them)."""
     replaceable = cat.jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.expressions.RuntimeReplaceable")
-    for node, kind in _nodes(cat, expr, skip):
+    for node, kind, in_bounds in _nodes(cat, expr, skip):
         if kind == "PythonUDF":
             name = str(node.name())
             what = _PYTHON_COLUMNS.get(name)
@@ -69,7 +78,7 @@ def concern(cat: Catalyst, expr: Any, skip: tuple[str, ...] = ()) -> str | None:
             return f"{kind} is fixed for a whole real-time batch: runs in micro-batches"
         if not bool(node.deterministic()):
             return f"{kind} is not deterministic"
-        if kind in SAFE or replaceable.isInstance(node):
+        if kind in SAFE or replaceable.isInstance(node) or (in_bounds and kind in _BOUNDS_ARITHMETIC):
             continue
         if reason := _risk(cat, node, kind):
             return reason
@@ -84,8 +93,14 @@ def _eval_mode(node: Any) -> str:
 
 
 def _literal(node: Any) -> Any:
-    """A literal child's value (None: not a literal, or null)."""
-    return node.value() if Catalyst.name(node) == "Literal" else None
+    """The value of a constant child (a literal, or a cast of one: Spark folds them when it plans); None when it is
+    not constant or is null."""
+    if not bool(node.foldable()):
+        return None
+    try:
+        return node.eval(None)
+    except Exception:  # a constant that fails to evaluate is no safe constant
+        return None
 
 
 def _risk(cat: Catalyst, node: Any, kind: str) -> str | None:
@@ -95,7 +110,9 @@ def _risk(cat: Catalyst, node: Any, kind: str) -> str | None:
     if kind == "Cast":
         source, target = kids[0].dataType(), node.dataType()
         casts = cat.jvm.org.apache.spark.sql.catalyst.expressions.Cast
-        if mode in ("TRY", "LEGACY") or target.typeName() == "string" or casts.canUpCast(source, target):
+        to_floating = target.typeName() in ("double", "float") and source.typeName() in _NUMBERS
+        if (mode in ("TRY", "LEGACY") or target.typeName() == "string" or to_floating
+                or casts.canUpCast(source, target) or _literal(kids[0]) is not None):
             return None
         return f"CAST({source.simpleString()} AS {target.simpleString()}) may fail at run time (ANSI)"
     if kind in _ARITHMETIC:
@@ -104,7 +121,7 @@ def _risk(cat: Catalyst, node: Any, kind: str) -> str | None:
         return f"{node.dataType().simpleString()} arithmetic may overflow at run time (ANSI)"
     if kind in _DIVISION:
         divisor = _literal(kids[1]) if len(kids) > 1 else None
-        if mode in ("TRY", "LEGACY") or (divisor is not None and str(divisor) not in ("0", "0.0", "0E-18")):
+        if mode in ("TRY", "LEGACY") or (divisor is not None and float(str(divisor)) != 0.0):
             return None
         return "a division by a value that may be zero fails at run time (ANSI): use try_divide"
     if kind in _REGEX or kind in ("Like", "ILike", "LikeAll", "NotLikeAll", "LikeAny", "NotLikeAny"):
@@ -114,8 +131,8 @@ def _risk(cat: Catalyst, node: Any, kind: str) -> str | None:
             return None
         return "an array index may be out of bounds at run time (ANSI): use try_element_at"
     if kind == "JsonToStructs":
-        options = node.options()
-        if str(options.getOrElse("mode", "PERMISSIVE")).upper() != "FAILFAST":
+        mode_option = node.options().get("mode")
+        if not mode_option.isDefined() or str(mode_option.get()).upper() != "FAILFAST":
             return None
         return "from_json in FAILFAST mode fails on a malformed value"
     if kind == "DateFormatClass":

@@ -1,6 +1,7 @@
 """The rule runtime end to end on the real stack: SDK producers -> gateway -> Kafka -> the running pipeline
-(`job.run`, Spark local[2]) with its rule manager -> `headwater.rule.<name>` topics, read back and compared
-with what was sent. One pipeline run serves the checks in order (it is restarted by the last one)."""
+(`job.run`: the shared enriched stream in real-time mode, the rule manager, the packed real-time queries and the
+micro-batch rules) -> `headwater.rule.<name>` topics, read back and compared with what was sent. One pipeline run
+serves the checks in order (it is restarted by the last one)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules import cli, runtime
 from spark_pipeline.rules.model import Rule, RuleStatus
 from spark_pipeline.rules.store import RuleStore
+from spark_pipeline.rules.tiers import Placement
+from tests.conftest import free_port
 from tests.kafka_helpers import consume_all, end_offsets
 from tests.sdk_events import Decoder
 from tests.spark_pipeline.truth import new_topic
@@ -148,6 +151,15 @@ class Pipeline:
     def status(self, name: str) -> RuleStatus | None:
         return self.store.statuses().get(name)
 
+    def placement(self, name: str) -> Placement:
+        manager = runtime.running()[-1]
+        assert isinstance(manager, runtime.PipelineRules)
+        return manager.spark_launcher.placements[name]
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.cfg.metrics_port}/metrics", timeout=10) as resp:
+            return str(resp.read().decode())
+
     def wait_state(self, name: str, state: str, version: int | None = None) -> RuleStatus:
         seen: list[RuleStatus | None] = [None]
 
@@ -165,15 +177,18 @@ class Pipeline:
 def pipeline(spark: SparkSession, stack_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[Pipeline]:
     bootstrap, registry_url = stack_env["KAFKA_BOOTSTRAP"], stack_env["REGISTRY_URL"]
-    # Rules read this module's era of the shared events topic only (other tests write to it too).
+    # The pipeline reads this module's era of the shared events topic only (other tests write to it too), into an
+    # enriched topic of its own, which the rules read from its start.
     starts = end_offsets(bootstrap, EVENTS_TOPIC)
     offsets = json.dumps({EVENTS_TOPIC: {str(p): o for p, o in starts.items()}})
     out = tmp_path_factory.mktemp("rules-pipeline")
     cfg = PipelineConfig(bootstrap=bootstrap, registry_url=registry_url, events_topic=EVENTS_TOPIC,
                          aggregates_topic=new_topic(bootstrap, "test.rules.aggregates"), output_dir=str(out),
-                         lateness="10 minutes", registry_poll_s=3, starting_offsets="latest")
+                         lateness="10 minutes", registry_poll_s=3, starting_offsets=offsets,
+                         enriched_topic=f"test.rules.enriched.{uuid.uuid4().hex[:10]}", metrics_port=free_port(),
+                         realtime_batch="5 seconds")
     with pytest.MonkeyPatch.context() as mp:
-        for key, value in {"HEADWATER_RULE_STARTING_OFFSETS": offsets, "HEADWATER_RULE_BACKOFF_S": "3",
+        for key, value in {"HEADWATER_RULE_STARTING_OFFSETS": "earliest", "HEADWATER_RULE_BACKOFF_S": "3",
                            "HEADWATER_RULE_BACKOFF_MAX_S": "30", "HEADWATER_RULE_STATUS_S": "1"}.items():
             mp.setenv(key, value)
         p = Pipeline(spark, cfg, stack_env, RuleStore(bootstrap), Sender(stack_env, out / "spool"))
@@ -230,6 +245,11 @@ def test_a_rule_applied_while_events_flow_equals_an_independent_count(pipeline: 
     assert p.builtin_active()
     s = wait_for("a status with throughput and lag", lambda: (x := p.status(counts.name)) and x.last_batch_at and x)
     assert s.lag is not None and s.lag <= 10 and s.rows_per_s >= 0
+    assert p.placement(counts.name).tier == "realtime"  # a windowed count: packed
+    series = f'headwater_rule_state{{rule="{counts.name}",tier="realtime",state="running"}} 1.0'
+    exposed = wait_for("the rule's series on /metrics", lambda: m if series in (m := p.metrics()) else None)
+    assert 'headwater_query_active{query="enriched"} 1.0' in exposed
+    assert 'headwater_query_latency_seconds{query="enriched",quantile="0.99"}' in exposed
 
 
 @pytest.mark.timeout(600)
@@ -257,12 +277,24 @@ def test_a_rule_replaced_then_deleted_while_running(pipeline: Pipeline) -> None:
     assert not checkpoints.exists() and p.builtin_active()
 
 
+def output_ids(p: Pipeline, rule: Rule) -> set[str]:
+    return {str(r["event_id"]) for r in latest_by_key(p.cfg.bootstrap, p.cfg.registry_url, rule.topic).values()}
+
+
 @pytest.mark.timeout(600)
 def test_a_rule_failing_at_run_time_is_isolated_and_retried(pipeline: Pipeline, counts: Rule) -> None:
     p, name = pipeline, f"bad_{suffix()}"
-    # Analyses clean (a string may be cast to INT); fails in its first batch under ANSI mode.
+    good = p.apply(f"route_{suffix()}", f"SELECT event_id, event_type FROM events "
+                                        f"WHERE producer_id = '{p.sender.producer_id}'")
+    p.wait_state(good.name, "running")
+    packed = p.rule_query_objects()[f"rule.{good.name}.v{good.version}"]
+    run_id = packed.runId
+    # Analyses clean (a string may be cast to INT); fails in its first batch under ANSI mode. A rule that may fail
+    # never shares a query: it runs in its own micro-batch query.
     p.apply(name, f"SELECT event_id, CAST(event_type AS INT) AS n FROM events WHERE producer_id = "
                   f"'{p.sender.producer_id}'")
+    placement = p.placement(name)
+    assert placement.tier == "microbatch" and "CAST(string AS int) may fail" in placement.reason
     failed = p.wait_state(name, "failed")
     assert failed.error is not None and "CAST_INVALID_INPUT" in failed.error and "\n" not in failed.error
     assert failed.retry_at is not None and failed.retry_at > failed.updated_at
@@ -274,11 +306,18 @@ def test_a_rule_failing_at_run_time_is_isolated_and_retried(pipeline: Pipeline, 
     again = wait_for("a retry that fails again", failed_again)
     # Backoff 3 s, then 6 s: the second retry is due at least 6 s after the first one was.
     assert (again.retry_at or 0) - (failed.retry_at or 0) >= 6000
-    p.sender.send(5)  # the other rule and the built-in query go on
+    before = len(p.sender.sent)
+    p.sender.send(5)  # the other rules and the built-in query go on
     assert p.wait_state(counts.name, "running").error is None
     wait_for("the other rule to count the new events", lambda: converged(p, counts))
+    sent = {i for i, _, _ in p.sender.sent}
+    new = {i for i, _, _ in p.sender.sent[before:]}
+    got = wait_for("the packed filter's output to hold the new events", lambda: (o := output_ids(p, good)) >= new and o)
+    assert got <= sent  # its own events only, none lost
+    assert packed.runId == run_id and packed.isActive  # the shared query never stopped for the failing rule
     assert p.builtin_active()
     p.store.delete(name)
+    p.store.delete(good.name)
 
 
 def probe_schema(event_type: str, with_note: bool) -> str:
