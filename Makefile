@@ -8,23 +8,29 @@ PYTEST_ARGS ?=
 PYTEST_DURATIONS ?= --durations=25
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-.PHONY: setup up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
-	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos \
-	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules
+.PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
+	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos chaos-rules \
+	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
 
 setup:
 	@bash stack/setup.sh
+	@$(MAKE) --no-print-directory native
+
+# The gateway's compiled Avro reader (gateway/_avro_fast.c), built in place; the gateway runs without it (slower).
+native:
+	@$(PY) -c "from setuptools import Extension, setup; setup(name='headwater-native', script_args=['-q', \
+		'build_ext', '--inplace'], ext_modules=[Extension('gateway._avro_fast', ['gateway/_avro_fast.c'])])"
 
 # TOPOLOGY=cluster (or HEADWATER_TOPOLOGY=cluster): 3 brokers, 2 registries, GATEWAYS gateways behind HAProxy
-# (docs/cluster.md). Default: the single-node stack.
+# (docs/cluster.md). Default: the single-node stack; each count can be set on its own (docs/local-stack.md, "Topology").
 TOPOLOGY ?= $(HEADWATER_TOPOLOGY)
 export HEADWATER_TOPOLOGY := $(TOPOLOGY)
 ifdef GATEWAYS
 export GATEWAYS
 endif
-SETUP_TOPOLOGY := setup $(if $(filter cluster,$(TOPOLOGY)),setup-haproxy)
+SETUP_TOPOLOGY := setup $(if $(filter cluster,$(TOPOLOGY))$(GATEWAYS)$(HEADWATER_REGISTRIES),setup-haproxy)
 
-# HAProxy (Debian package) for the cluster profile only.
+# HAProxy (Debian package), for several gateways or registries only.
 setup-haproxy:
 	@bash stack/setup-haproxy.sh
 
@@ -39,7 +45,7 @@ status: setup
 
 demo: $(SETUP_TOPOLOGY)
 	@$(PY) -m stack up
-	@$(PY) -m stack.demo
+	@$(PY) -m demo
 
 lint: setup
 	@$(VENV)/bin/ruff check .
@@ -58,10 +64,10 @@ test: setup setup-haproxy lint test-go test-ts test-pythons
 test-pythons: setup
 	@bash sdk-python/scripts/test-pythons.sh
 
-# The TypeScript SDK: strict type check, lint, node:test (built by setup).
+# The TypeScript SDK: strict type check, lint, the committed dist/ is the build of src/, node:test (built by setup).
 test-ts: setup
 	@cd sdk-typescript && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/eslint . \
-		&& node --test build/test/*.test.js
+		&& node scripts/build.mjs check && node --test build/test/*.test.js
 
 test-unit: setup
 	@$(PY) -m pytest -m unit $(PYTEST_ARGS)
@@ -80,6 +86,11 @@ chaos: setup
 		tests/gateway/test_faults_processes.py tests/gateway/test_hostile.py tests/gateway/test_hostile_protocol.py \
 		tests/gateway/test_hostile_process.py $(PYTEST_ARGS)
 
+# The hostile-rule suite in full: a rule stuck in a micro-batch (watchdog) and the pipeline killed inside a rule's
+# batch (quarantine at restart), each minutes long; `make test` runs its short checks.
+chaos-rules: setup
+	@HEADWATER_CHAOS=full $(PY) -m pytest -s tests/spark_pipeline/rules/test_hostile_stack.py $(PYTEST_ARGS)
+
 # The cluster profile's fault suite (tests/cluster/: 3 brokers, 2 registries, 3 gateways, HAProxy) at CI counts,
 # and bigger: CHAOS_SCALE x 30,000 events per fault.
 test-cluster: setup setup-haproxy
@@ -91,6 +102,10 @@ chaos-cluster: setup setup-haproxy
 # Not a test: the same load on RF=1 and RF=3 topics of a private cluster; events per gateway and broker core-second.
 bench-replication: setup setup-haproxy
 	@$(PY) -m bench.replication
+
+# Not a test: gateway and HAProxy CPU per event over plain HTTP and over TLS, alternating rounds (docs/security.md).
+bench-tls: setup setup-haproxy
+	@$(PY) -m bench.tls
 
 # Fault 5 of issue 18 (tests/cluster/test_spark_cluster.py): the pipeline on a Spark standalone cluster, its worker
 # killed with SIGKILL mid-batch while 3 SDK producers send >= 30,000 events; replay must equal the streaming outputs.
@@ -114,16 +129,22 @@ bench-spark: setup
 bench-rules: setup
 	@$(PY) -m bench.rules
 
+# Not a test: the subscription server on a private stack: commit -> subscriber latency at 1, 100, 1,000 subscribers,
+# CPU and memory per subscriber, what slow subscribers cost the others, one consumer per subscriber for comparison.
+bench-subscribe: setup
+	@$(PY) -m bench.subscribe $(BENCH_ARGS)
+
 # docs/benchmarks/*.md from the JSON lines the benchmarks print (docs/benchmarks/README.md).
 benchmarks-doc: setup
 	@$(PY) -m bench.report
 
 # What spark-submit takes: dist/pipeline/headwater_pipeline.zip, its entry file, requirements.txt.
 pipeline-artifact: setup
-	@$(PY) -m stack.pipeline_artifact
+	@$(PY) -m deploy.pipeline_artifact
 
-clean: down
-	rm -rf .headwater/data .headwater/logs .headwater/run
+# Stops the stack, then deletes what HEADWATER_STATE_DIR (else .headwater) holds but the jars and the write key.
+clean:
+	@if [ -x $(PY) ]; then $(PY) -m stack clean; fi
 
 # Load test against the running stack (loadtest/README.md): NODES distinct nodes, each sending RATE events/s in
 # batches of BATCH events, multiplexed over USERS connections, for DURATION seconds; then the reconciliation.
@@ -134,9 +155,10 @@ USERS ?= 250
 DURATION ?= 270
 SHAPE ?= soak
 WORKERS ?= 2
-STACK_ENV ?= .headwater/stack.env
+# Default: the running stack's, $(HEADWATER_STATE_DIR)/stack.env (else .headwater/stack.env).
+STACK_ENV ?=
 LOADTEST_ARGS = --nodes $(NODES) --rate $(RATE) --batch $(BATCH) --users $(USERS) --duration $(DURATION) \
-	--shape $(SHAPE) --stack-env $(STACK_ENV)
+	--shape $(SHAPE) $(if $(STACK_ENV),--stack-env $(STACK_ENV))
 
 loadtest: setup
 	@$(PY) -m loadtest.run $(LOADTEST_ARGS)
@@ -144,9 +166,12 @@ loadtest: setup
 loadtest-distributed: setup
 	@$(PY) -m loadtest.run $(LOADTEST_ARGS) --workers $(WORKERS)
 
-# The Go SDK: vet and the race-enabled unit tests (the integration test runs in pytest: tests/sdk_go/).
+# The Go SDK: vet, staticcheck (pinned, installed by setup) and the race-enabled unit tests (the integration
+# tests run in pytest: tests/sdk_go/).
 test-go: setup
-	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
+	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local ../.headwater/bin/staticcheck ./... \
+		&& (cd bench && GOTOOLCHAIN=local ../../.headwater/bin/staticcheck ./...) \
+		&& GOTOOLCHAIN=local $(GO) test -race -count=1 ./...
 
 # Not a test: the Go SDK against analytics-go and posthog-go in one run (sdk-go/README.md, "Benchmark").
 bench-go: setup

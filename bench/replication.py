@@ -4,6 +4,9 @@ ratio, and one JSON line at the end (docs/cluster.md, "Capacity with replication
 
     python -m bench.replication [--events 20000] [--rounds 2] [--producers 4]      (make bench-replication)
 
+HEADWATER_BENCH_WARM_S (default 120; 0 skips it): the longest warm-up of the brokers before the first phase
+(bench/gateway/warm.py: their JIT compiles the transaction and replication paths during the first minutes).
+
 Not a test: nothing is asserted. CPU is read from /proc for every gateway and broker process (user + system), so
 the figures are per core-second actually used, whatever else the shared machine runs; compare the two rows of the
 same run, not absolute figures between runs.
@@ -18,16 +21,17 @@ import os
 import socket
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import headwater
 
+from bench.gateway.warm import WARM_TOPIC, warm_broker
 from loadtest.events import EventFactory
-from stack.cluster.config import ClusterConfig
-from stack.cluster.topology import Cluster, replicated_specs
+from stack.config import CLUSTER, StackConfig
+from stack.launcher import Stack
 from stack.process import _group_members
-from stack.topics import TopicSpec, ensure_topics
+from stack.topics import TopicSpec, ensure_topics, topic_specs
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TOPICS = {1: "bench.replication.rf1", 3: "bench.replication.rf3"}
@@ -75,7 +79,10 @@ class Phase:
                 "events_per_gateway_core_s": round(self.events / self.gateway_cpu_s, 1),
                 "events_per_broker_core_s": round(self.events / self.broker_cpu_s, 1),
                 "events_per_broker_core_s_above_idle": round(self.events / above_idle, 1),
-                "gateway_cpu_s": round(self.gateway_cpu_s, 2), "broker_cpu_s": round(self.broker_cpu_s, 2)}
+                "gateway_cpu_s": round(self.gateway_cpu_s, 2), "broker_cpu_s": round(self.broker_cpu_s, 2),
+                # The capacity rule of docs/capacity.md: cores per 10 k events/s (brokers: all three, above idle).
+                "gateway_cores_per_10k_events_per_s": round(10_000 * self.gateway_cpu_s / self.events, 2),
+                "broker_cores_per_10k_events_per_s": round(10_000 * above_idle / self.events, 2)}
 
 
 def send(env: dict[str, str], events: int, producers: int, seed: int) -> int:
@@ -94,26 +101,25 @@ def send(env: dict[str, str], events: int, producers: int, seed: int) -> int:
     return acknowledged
 
 
-def broker_idle_cores(cluster: Cluster, seconds: float = 15.0) -> float:
+def broker_idle_cores(cluster: Stack, seconds: float = 15.0) -> float:
     """CPU cores the three brokers use with no load, measured over `seconds`."""
-    brokers = [p for n in cluster.brokers.nodes if (p := n.process.pid()) is not None]
+    brokers = [p for n in cluster.kafka.nodes if (p := n.process.pid()) is not None]
     time.sleep(5)  # let start-up work settle
     c0, t0 = cpu_seconds(brokers), time.monotonic()
     time.sleep(seconds)
     return (cpu_seconds(brokers) - c0) / (time.monotonic() - t0)
 
 
-def run_phase(cluster: Cluster, env: dict[str, str], phase: Phase, events: int, *, producers: int, seed: int) -> None:
+def run_phase(cluster: Stack, env: dict[str, str], phase: Phase, events: int, *, producers: int, seed: int) -> None:
     """Point every gateway at this phase's topic (restart), warm up, then measure one load."""
     cluster.gateway_env["HEADWATER_GATEWAY_EVENTS_TOPIC"] = TOPICS[phase.rf]
     for i in range(1, len(cluster.cfg.gateway_ports) + 1):
         cluster.gateway_process(i).stop(30)
     cluster.start_gateways(env)
-    cluster.haproxy.wait_servers_up("gateways", len(cluster.cfg.gateway_ports))
     send(env, 2000, producers, seed + 1000)  # warm-up: connections, schema caches, transactional producers
     gateways = [p for i in range(1, len(cluster.cfg.gateway_ports) + 1)
                 if (p := cluster.gateway_process(i).pid()) is not None]
-    brokers = [p for n in cluster.brokers.nodes if (p := n.process.pid()) is not None]
+    brokers = [p for n in cluster.kafka.nodes if (p := n.process.pid()) is not None]
     g0, b0, t0 = cpu_seconds(gateways), cpu_seconds(brokers), time.monotonic()
     acked = send(env, events, producers, seed)
     phase.add(acked, time.monotonic() - t0, cpu_seconds(gateways) - g0, cpu_seconds(brokers) - b0)
@@ -127,14 +133,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--producers", type=int, default=4, help="SDK clients (default 4)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="headwater-bench-replication-") as state:
-        cfg = ClusterConfig.on_free_ports(Path(state), free_port)
-        cluster = Cluster(cfg)
+        cfg = StackConfig.on_free_ports(Path(state), free_port, replace(CLUSTER, console=False, spark=False))
+        cluster = Stack(cfg)
         try:
             env = cluster.up().env
-            specs = {rf: next(s for s in replicated_specs(cfg, rf) if s.name == "headwater.events") for rf in TOPICS}
+            specs = {rf: next(s for s in topic_specs(cfg, rf) if s.name == "headwater.events") for rf in TOPICS}
             for rf, spec in specs.items():
                 ensure_topics(cfg.bootstrap, [TopicSpec(TOPICS[rf], spec.partitions, spec.config)],
                               timeout_s=60, replication_factor=rf)
+            warm_s = float(os.environ.get("HEADWATER_BENCH_WARM_S", "120"))
+            if warm_s:  # the brokers' JIT, before anything is measured (bench/gateway/warm.py)
+                ensure_topics(cfg.bootstrap, [TopicSpec(WARM_TOPIC, specs[3].partitions, specs[3].config)],
+                              timeout_s=60, replication_factor=3)
+                leader = cluster.kafka.nodes[0].process.pid() or 0
+                warm = warm_broker(cfg.bootstrap, leader, max_seconds=warm_s)
+                print(f"brokers warmed by {warm.transactions} transactions in {warm.seconds} s", flush=True)
             idle = broker_idle_cores(cluster)
             phases = {rf: Phase(rf, idle) for rf in TOPICS}
             for r in range(args.rounds):
@@ -149,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, fig in (("RF=1", one), ("RF=3", three)):
         print(f"{name}: {fig['events_per_s']:.0f} events/s, {fig['events_per_gateway_core_s']:.0f} events per gateway "
               f"core-second, {fig['events_per_broker_core_s']:.0f} events per broker core-second (all 3 brokers; "
-              f"{fig['events_per_broker_core_s_above_idle']:.0f} counting only CPU above their idle use)")
+              f"{fig['events_per_broker_core_s_above_idle']:.0f} counting only CPU above their idle use); per 10 k "
+              f"events/s: {fig['gateway_cores_per_10k_events_per_s']} gateway cores, "
+              f"{fig['broker_cores_per_10k_events_per_s']} broker cores (the three, above idle)")
     print(f"brokers idle: {phases[1].broker_idle_cores:.2f} cores for the three")
     print(f"RF=3 / RF=1: gateway {ratio_g:.2f}, brokers {ratio_b:.2f} ({ratio_i:.2f} above idle)")
     print(json.dumps({"bench": "replication", "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),

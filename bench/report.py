@@ -120,6 +120,11 @@ def read_runs(runs_dir: Path) -> list[dict[str, Any]]:
     return runs
 
 
+def natural(name: str) -> list[Any]:
+    """A sort key that orders the numbers in `name` by value: peers-9 before peers-10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def generate(docs: Path = DOCS) -> list[Path]:
     """Write one page per run (`<date>-<bench>-<n>.md`) and the index README.md; remove stale pages."""
     runs = read_runs(docs / "runs")
@@ -136,7 +141,7 @@ def generate(docs: Path = DOCS) -> list[Path]:
     for name, text in pages.items():
         (docs / name).write_text(text)
         written.append(docs / name)
-    index = [f"- [{name[:-3]}]({name})" for name in sorted(pages, reverse=True)]
+    index = [f"- [{name[:-3]}]({name})" for name in sorted(pages, key=natural, reverse=True)]
     (docs / "README.md").write_text(INTRO + "\n".join(index) + "\n")
     return written
 

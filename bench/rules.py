@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import io
 import json
 import logging
 import os
@@ -34,20 +33,19 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import fastavro
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from pyspark.sql import SparkSession
 
 from bench.spark.generate import Encoder, generate, produce, register_catalog
-from common.envfile import read_env
-from common.registry_client import RegistryClient
+from common.avro_frame import WriterSchemas
+from common.envfile import read_env, stack_env_file
 from spark_pipeline import job
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules import cli, runtime
 from spark_pipeline.rules.model import Rule
 from spark_pipeline.rules.store import RuleStore
-from spark_pipeline.session import REPO_ROOT, build_session
+from spark_pipeline.session import build_session
 
 COST_TEMPLATES = [
     "SELECT window(event_time, '1 minute') AS w, event_type, region, count(*) AS events FROM events "
@@ -139,8 +137,7 @@ def consume_output(cfg: PipelineConfig, topic: str, arrivals: dict[str, tuple[in
     """event_id -> (arrival ms, created_at ms) of each record of the rule's output topic."""
     consumer = Consumer({"bootstrap.servers": cfg.bootstrap, "group.id": f"bench-{uuid.uuid4()}",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 10})
-    registry = RegistryClient(cfg.registry_url)
-    schemas: dict[int, Any] = {}
+    schemas = WriterSchemas(cfg.registry_url)
     try:
         consumer.subscribe([topic], on_assign=lambda c, parts: ready.set())
         while not stop.is_set():
@@ -149,10 +146,7 @@ def consume_output(cfg: PipelineConfig, topic: str, arrivals: dict[str, tuple[in
             if value is None:
                 continue
             now = int(time.time() * 1000)
-            sid = int.from_bytes(value[1:5], "big")
-            if sid not in schemas:
-                schemas[sid] = fastavro.parse_schema(json.loads(registry.call("GET", f"/schemas/ids/{sid}")["schema"]))
-            row: Any = fastavro.schemaless_reader(io.BytesIO(value[5:]), schemas[sid])
+            row: Any = schemas.decode(value)
             created = row["created_at"]
             arrivals.setdefault(str(row["event_id"]), (now, int(created.timestamp() * 1000)))
     finally:
@@ -265,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--cost-events", type=int, default=20_000)
     parser.add_argument("--cost-rules", default="0,5,20")
-    parser.add_argument("--env-file", type=Path, default=REPO_ROOT / ".headwater" / "stack.env")
+    parser.add_argument("--env-file", type=Path, default=stack_env_file())
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     env = {**read_env(args.env_file), **os.environ}

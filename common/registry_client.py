@@ -12,6 +12,10 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from common.basic_auth import authorization
+from common.registry_access import RegistryAccess
+from common.tls import client_context
+
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 SUBJECT_NOT_FOUND = 40401
 VERSION_NOT_FOUND = 40402
@@ -35,9 +39,17 @@ class RegistryClientError(RuntimeError):
 class RegistryClient:
     """No caching: each call is one request (the callers take snapshots rarely or register once)."""
 
-    def __init__(self, url: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 10.0, *, credentials: tuple[str, str] | None = None,
+                 ca_file: str = "") -> None:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
+        # HTTP basic credentials (common/registry_access.py) and the CA an https registry's certificate chains to.
+        self._auth = {"Authorization": authorization(credentials)} if credentials else {}
+        self._tls = client_context(ca_file) if self.url.startswith("https:") else None
+
+    @classmethod
+    def of(cls, url: str, access: RegistryAccess, timeout_s: float = 10.0) -> RegistryClient:
+        return cls(url, timeout_s, credentials=access.credentials, ca_file=access.ca_file)
 
     def call(self, method: str, path: str, body: Any = None, **query: Any) -> Any:
         """One request; the decoded JSON answer, or RegistryClientError."""
@@ -45,9 +57,9 @@ class RegistryClient:
                                            for k, v in query.items()}) if query else ""
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"{self.url}{path}{qs}", data=data, method=method,
-                                         headers={"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE})
+                                         headers={"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE, **self._auth})
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
+            with urllib.request.urlopen(request, timeout=self.timeout_s, context=self._tls) as resp:
                 return json.loads(resp.read() or b"null")
         except urllib.error.HTTPError as exc:
             raw = exc.read()[:2000]

@@ -7,6 +7,7 @@ import sys
 
 from aiohttp import web
 
+from common.envfile import stack_settings
 from console.app import make_app
 from console.config import ConfigError, ConsoleConfig
 
@@ -14,12 +15,15 @@ from console.config import ConfigError, ConsoleConfig
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        cfg = ConsoleConfig.from_env()
+        cfg = ConsoleConfig.from_env(stack_settings())
     except ConfigError as exc:
         print(f"console: configuration: {exc}", file=sys.stderr)
         return 2
-    print(f"console on http://{cfg.host}:{cfg.port}/ (gateways {', '.join(cfg.gateways)})", flush=True)
-    web.run_app(make_app(cfg), host=cfg.host, port=cfg.port, print=None)
+    scheme = "https" if cfg.tls else "http"
+    print(f"console on {scheme}://{cfg.host}:{cfg.port}/ (gateways {', '.join(cfg.gateways)}; "
+          f"{'users from ' + cfg.users_file if cfg.users_file else 'no authentication: loopback only'})", flush=True)
+    web.run_app(make_app(cfg), host=cfg.host, port=cfg.port, print=None,
+                ssl_context=cfg.tls.context() if cfg.tls else None)
     return 0
 
 

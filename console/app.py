@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -17,9 +18,18 @@ import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 
+from console import live
+from console.auth import auth_middleware, outgoing_tls
 from console.config import ConsoleConfig
 from console.kafka_view import KafkaFigures, KafkaView
-from console.pipeline_files import LossAudit, checkpoint_offsets, lag, read_loss_audit
+from console.pipeline_files import (
+    LossAudit,
+    checkpoint_offsets,
+    lag,
+    last_batch_at,
+    pipeline_health,
+    read_loss_audit,
+)
 from console.prom import GatewaySample, parse
 from console.sampler import Sampler
 
@@ -54,6 +64,10 @@ class Console:
     health: dict[str, Any] = field(default_factory=dict)
     exported: Exported = field(default_factory=Exported)
     audit_at: float = 0.0
+    tls: tuple[ssl.SSLContext, ssl.SSLContext] = field(init=False)  # checks https gateways, https registry
+
+    def __post_init__(self) -> None:
+        self.tls = outgoing_tls(self.cfg)
 
     async def sample(self, http: aiohttp.ClientSession) -> None:
         loop = asyncio.get_running_loop()
@@ -63,11 +77,14 @@ class Console:
         if time.monotonic() - self.audit_at >= AUDIT_EVERY_S:
             self.audit = await loop.run_in_executor(None, read_loss_audit, self.cfg.pipeline_dir)
             self.audit_at = time.monotonic()
+        batch_at = await loop.run_in_executor(None, last_batch_at, self.cfg.pipeline_dir)
         pipeline_lag = lag(self.figures.events_end, committed)
-        self.sampler.add(time.time(), gateway, self.figures, pipeline_lag)
+        now = time.time()
+        self.sampler.add(now, gateway, self.figures, pipeline_lag)
         self.health = {"gateways": gw_health, "registry": await self._registry(http),
                        "kafka": self.figures.error or "ok",
-                       "pipeline": "no checkpoint yet" if committed is None else "ok"}
+                       "pipeline": pipeline_health(committed, pipeline_lag,
+                                                   None if batch_at is None else max(0.0, now - batch_at))}
         self._export(pipeline_lag)
 
     async def _gateways(self, http: aiohttp.ClientSession) -> tuple[GatewaySample | None, dict[str, str]]:
@@ -75,7 +92,7 @@ class Console:
         health: dict[str, str] = {}
         for url in self.cfg.gateways:
             try:
-                async with http.get(url + "/metrics") as resp:
+                async with http.get(url + "/metrics", ssl=self.tls[0]) as resp:
                     text = await resp.text()
                     if resp.status != 200:
                         raise RuntimeError(f"HTTP {resp.status}")
@@ -87,7 +104,7 @@ class Console:
 
     async def _registry(self, http: aiohttp.ClientSession) -> str:
         try:
-            async with http.get(self.cfg.registry_url + "/ready") as resp:
+            async with http.get(self.cfg.registry_url + "/ready", ssl=self.tls[1]) as resp:
                 return "ok" if resp.status == 200 else f"HTTP {resp.status}"
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}"
@@ -98,7 +115,8 @@ class Console:
             e.lag.set(pipeline_lag)
         e.missing.set(self.audit.still_missing)
         e.gap_producers.set(sum(1 for p in self.audit.producers if p["still_missing"] > 0))
-        for reason, count in self.figures.deadletters_by_reason.items():
+        e.deadletters.clear()
+        for reason, count in self.figures.deadletters_by_reason.items():  # bounded: kafka_view.MAX_REASONS
             e.deadletters.labels(reason).set(count)
 
 
@@ -154,12 +172,14 @@ async def security_headers(request: web.Request, handler: Any) -> web.StreamResp
 
 
 def make_app(cfg: ConsoleConfig, kafka: KafkaView | None = None) -> web.Application:
-    app = web.Application(middlewares=[security_headers])
+    auth = [auth_middleware(cfg.users_file)] if cfg.users_file else []
+    app = web.Application(middlewares=[*auth, security_headers])
     app[CONSOLE] = Console(cfg, kafka or KafkaView(cfg))
     app.router.add_get("/", index)
     app.router.add_get("/api/snapshot", snapshot)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_static("/static/", STATIC)
+    live.install(app, cfg)  # the live panel's relay (console/live.py)
     app.cleanup_ctx.append(_sampling)
     return app

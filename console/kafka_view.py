@@ -6,21 +6,28 @@ records, so a long topic is caught up over several samples rather than in one lo
 
 from __future__ import annotations
 
-import io
 import json
-import urllib.request
+import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import fastavro
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from common.avro_frame import HEADER_BYTES, FrameError, WriterSchemas, read_body, schema_id_of
+from common.kafka_read import TopicMissing, end_offsets
+from common.registry_client import RegistryClient
 from console.config import ConsoleConfig
 
 AggKey = tuple[str, int, str, str]  # granularity, window start (epoch ms), event type, region
 MAX_WINDOWS = 400
+# Dead-letter reasons are the gateway's rejection codes; anyone who can write to the topic can write others.
+# Beyond MAX_REASONS distinct codes, or for a reason that is not code-shaped, the count goes to OTHER_REASON,
+# so the page and /metrics stay small whatever the topic holds.
+MAX_REASONS = 32
+REASON = re.compile(r"[a-z][a-z0-9_]{0,63}")
+OTHER_REASON = "other"
 
 
 @dataclass
@@ -34,26 +41,13 @@ class KafkaFigures:
     error: str | None = None
 
 
-class SchemaLookup:
-    """Writer schemas by id from the registry (`/schemas/ids/<id>`), parsed once."""
-
-    def __init__(self, registry_url: str) -> None:
-        self._url = registry_url
-        self._parsed: dict[int, Any] = {}
-
-    def get(self, schema_id: int) -> Any:
-        if schema_id not in self._parsed:
-            with urllib.request.urlopen(f"{self._url}/schemas/ids/{schema_id}", timeout=5) as resp:
-                self._parsed[schema_id] = fastavro.parse_schema(json.loads(json.loads(resp.read())["schema"]))
-        return self._parsed[schema_id]
-
-
-def window_row(value: bytes, schemas: SchemaLookup) -> tuple[AggKey, dict[str, Any]] | None:
+def window_row(value: bytes, schemas: WriterSchemas) -> tuple[AggKey, dict[str, Any]] | None:
     """An aggregates record (Confluent framing, Avro) as its key and the figures the page shows."""
-    if len(value) < 5 or value[0] != 0:
+    try:
+        schema_id = schema_id_of(value)
+    except FrameError:
         return None
-    schema = schemas.get(int.from_bytes(value[1:5], "big"))
-    row: dict[str, Any] = fastavro.schemaless_reader(io.BytesIO(value[5:]), schema)  # type: ignore[assignment]
+    row: dict[str, Any] = read_body(value[HEADER_BYTES:], schemas.parsed(schema_id))
     start = row["window_start"]
     start_ms = int(start.timestamp() * 1000) if hasattr(start, "timestamp") else int(start)
     key = (str(row["granularity"]), start_ms, str(row["event_type"]), str(row["region"]))
@@ -65,9 +59,10 @@ class KafkaView:
         self.topics = (cfg.events_topic, cfg.deadletter_topic, cfg.aggregates_topic)
         self.budget = budget
         self.figures = KafkaFigures()
-        self._schemas = SchemaLookup(cfg.registry_url)
+        self._schemas = WriterSchemas(RegistryClient.of(cfg.registry_url, cfg.registry_access, timeout_s=5))
         self._consumer = Consumer({
-            "bootstrap.servers": cfg.bootstrap, "group.id": f"headwater.console.{uuid.uuid4()}",
+            "bootstrap.servers": cfg.bootstrap, **cfg.kafka_security.librdkafka(),
+            "group.id": f"headwater.console.{uuid.uuid4()}",
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": "read_committed",
         })
         self._assigned = False
@@ -100,20 +95,15 @@ class KafkaView:
         return f
 
     def _end_offsets(self, topic: str) -> dict[int, int]:
-        meta = self._consumer.list_topics(topic, timeout=5).topics.get(topic)
-        if meta is None or meta.error is not None:
+        try:
+            return end_offsets(self._consumer, topic, timeout_s=5)
+        except TopicMissing:
             return {}
-        return {p: self._consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1]
-                for p in meta.partitions}
 
     def _take(self, topic: str, value: bytes) -> None:
         f = self.figures
         if topic == self.topics[1]:
-            try:
-                reason = str(json.loads(value).get("reason", "?"))
-            except (ValueError, AttributeError):
-                reason = "unreadable"
-            f.deadletters_by_reason[reason] += 1
+            f.deadletters_by_reason[bounded_reason(value, f.deadletters_by_reason)] += 1
             f.deadletters_total += 1
         elif topic == self.topics[2]:
             parsed = window_row(value, self._schemas)
@@ -125,6 +115,20 @@ class KafkaView:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def bounded_reason(value: bytes, seen: Counter[str]) -> str:
+    """The dead letter's reason code as a label: a code already counted, a new code while fewer than MAX_REASONS
+    are, `unreadable` for a value that is not a JSON object, else OTHER_REASON (pure)."""
+    try:
+        reason = json.loads(value).get("reason")
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        return "unreadable"
+    if not isinstance(reason, str) or not REASON.fullmatch(reason):
+        return OTHER_REASON
+    if reason in seen or len(seen) < MAX_REASONS - 2:  # room kept for `other` and `unreadable`
+        return reason
+    return OTHER_REASON
 
 
 def newest_windows(aggregates: dict[AggKey, dict[str, Any]], granularity: str) -> dict[str, Any]:

@@ -9,13 +9,21 @@ from pathlib import Path
 from typing import Any
 
 LIVE_QUERY = "aggregates_live"
+# The live query triggers as soon as records arrive (a few seconds per batch on a small host): a minute without a
+# batch is not a running pipeline under load.
+IDLE_S = 60.0
 
 
-def checkpoint_offsets(pipeline_dir: Path, topic: str, query: str = LIVE_QUERY) -> dict[int, int] | None:
-    """The offsets of `topic` in the query's newest offset log entry (what its next batch starts from)."""
+def checkpoint_offsets(pipeline_dir: Path, topic: str, query: str = LIVE_QUERY, *,
+                       committed: bool = False) -> dict[int, int] | None:
+    """The offsets of `topic` in the query's newest offset log entry (the end of its newest batch); with
+    `committed`, of its newest committed batch (every record before them is in the query's output)."""
     folder = pipeline_dir / "checkpoints" / query / "offsets"
     try:
         entries = sorted((int(p.name), p) for p in folder.iterdir() if p.name.isdigit())
+        if committed:
+            done = {int(p.name) for p in (folder.parent / "commits").iterdir() if p.name.isdigit()}
+            entries = [(n, p) for n, p in entries if n in done]
     except OSError:
         return None
     for _, path in reversed(entries):
@@ -31,6 +39,29 @@ def checkpoint_offsets(pipeline_dir: Path, topic: str, query: str = LIVE_QUERY) 
             if isinstance(doc, dict) and topic in doc:
                 return {int(p): int(o) for p, o in doc[topic].items()}
     return None
+
+
+def last_batch_at(pipeline_dir: Path, query: str = LIVE_QUERY) -> float | None:
+    """When the query last committed a batch (epoch seconds: its newest commit log entry's mtime), or None."""
+    folder = pipeline_dir / "checkpoints" / query / "commits"
+    try:
+        return max((p.stat().st_mtime for p in folder.iterdir() if p.name.isdigit()), default=None)
+    except OSError:
+        return None
+
+
+def pipeline_health(committed: dict[int, int] | None, unread: int | None, batch_age_s: float | None) -> str:
+    """What the header says of the pipeline (pure): `ok` only while its live query commits batches. A checkpoint
+    says it ran once, not that it runs: with no batch for IDLE_S it is idle (stopped, or no new events), and with
+    records waiting it is stopped or stalled."""
+    if committed is None:
+        return "no checkpoint yet"
+    if batch_age_s is None or batch_age_s > IDLE_S:
+        ago = "no batch committed" if batch_age_s is None else f"last batch {batch_age_s:.0f} s ago"
+        if unread:
+            return f"stopped or stalled: {unread} records unread, {ago}"
+        return f"idle: {ago} (stopped, or no new events)"
+    return "ok"
 
 
 def lag(end: dict[int, int], committed: dict[int, int] | None) -> int | None:
@@ -70,9 +101,16 @@ def net_loss(rows: list[dict[str, Any]]) -> LossAudit:
     return LossAudit(out[:50], sum(max(0, p["still_missing"]) for p in out), len(rows))
 
 
+def has_data_files(folder: Path) -> bool:
+    """Whether a Spark Parquet output holds a data file yet (its `_spark_metadata` log exists from the first batch
+    on; a healthy audit with no gap writes no file at all)."""
+    return any(not any(part.startswith(("_", ".")) for part in p.relative_to(folder).parts)
+               for p in folder.rglob("*.parquet"))
+
+
 def read_loss_audit(pipeline_dir: Path) -> LossAudit:
     folder = pipeline_dir / "loss_audit"
-    if not folder.is_dir():
+    if not folder.is_dir() or not has_data_files(folder):
         return LossAudit()
     try:
         import pyarrow.dataset as ds  # type: ignore[import-untyped]  # noqa: PLC0415 - heavy, only here

@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import re
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import fastavro
 from confluent_kafka import KafkaException
 
+from common.avro_frame import HEADER_BYTES, FrameError, WriterSchemas, read_body, schema_id_of
+from common.registry_client import RegistryClient, RegistryClientError
 from deadletter.config import ConfigError, ToolConfig
 from deadletter.read import ReadError, read_one, scan
 from deadletter.records import BadRecord, Letter, Selection, decoded_payload
 from deadletter.replay import ReplayError, ReplayOptions, replay
 from deadletter.summary import LIST_HEADER, list_row, parse_time, summarise, summary_table, table
+from deadletter.text import safe, safe_json
 
 _RUN_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
@@ -35,7 +35,8 @@ def _selection_args(parser: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m deadletter", description=__doc__)
-    parser.add_argument("--env-file", type=Path, help="endpoints (default .headwater/stack.env; the environment wins)")
+    parser.add_argument("--env-file", type=Path, help="endpoints (default $HEADWATER_STATE_DIR/stack.env, else "
+                                                      ".headwater/stack.env; the environment wins)")
     sub = parser.add_subparsers(dest="command", required=True)
     lst = sub.add_parser("list", help="one line per selected dead letter")
     _selection_args(lst)
@@ -62,13 +63,13 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 def _selected(cfg: ToolConfig, sel: Selection) -> Iterator[Letter]:
     bad = 0
-    for item in scan(cfg.bootstrap, cfg.deadletter_topic, sel.since_ms):
+    for item in scan(cfg.bootstrap, cfg.deadletter_topic, sel.since_ms, cfg.kafka_security):
         if isinstance(item, BadRecord):
             bad += 1
         elif sel.matches(item):
             yield item
     if bad:
-        print(f"({bad} records of {cfg.deadletter_topic} are not dead letters and were skipped)", file=sys.stderr)
+        _say(f"({bad} records of {cfg.deadletter_topic} are not dead letters and were skipped)", err=True)
 
 
 def _show(cfg: ToolConfig, position: str) -> int:
@@ -76,7 +77,12 @@ def _show(cfg: ToolConfig, position: str) -> int:
     if not (sep and part.isdigit() and off.isdigit()):
         print(f"deadletter: position {position!r} is not PARTITION:OFFSET", file=sys.stderr)
         return 2
-    letter = read_one(cfg.bootstrap, cfg.deadletter_topic, int(part), int(off))
+    try:
+        letter = read_one(cfg.bootstrap, cfg.deadletter_topic, int(part), int(off), cfg.kafka_security)
+    except BadRecord as exc:
+        _say(f"deadletter: {position} of {cfg.deadletter_topic} is not a dead letter the gateway wrote: {exc}",
+             err=True)
+        return 1
     v = letter.value
     doc: dict[str, Any] = {
         "position": letter.position, "reason": v.reason, "message": v.message, "event_type": v.event_type,
@@ -86,21 +92,19 @@ def _show(cfg: ToolConfig, position: str) -> int:
         "headers": {k: val.decode(errors="replace") for k, val in letter.headers},
         "payload_encoding": v.payload_encoding, "payload": decoded_payload(letter, _writer_schema(cfg, letter)),
     }
-    print(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
+    print(safe_json(json.dumps(doc, indent=2, ensure_ascii=False, default=str)))
     return 0
 
 
 def _writer_schema(cfg: ToolConfig, letter: Letter) -> Any:
     """The parsed writer schema of an Avro payload from the registry, or None (then only the envelope shows)."""
     framed = letter.raw_payload
-    if letter.value.payload_encoding != "avro" or len(framed) < 5 or not cfg.registry_url:
+    if letter.value.payload_encoding != "avro" or not cfg.registry_url:
         return None
-    url = f"{cfg.registry_url.rstrip('/')}/schemas/ids/{int.from_bytes(framed[1:5], 'big')}"
-    try:
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            schema = fastavro.parse_schema(json.loads(json.loads(resp.read())["schema"]))
-        fastavro.schemaless_reader(io.BytesIO(framed[5:]), schema)
-    except Exception:  # unknown id, registry down, unreadable bytes: show the envelope instead
+    try:  # unknown id, registry down, unreadable bytes: show the envelope instead
+        schema = WriterSchemas(RegistryClient.of(cfg.registry_url, cfg.registry_access)).parsed(schema_id_of(framed))
+        read_body(framed[HEADER_BYTES:], schema)
+    except (FrameError, RegistryClientError):
         return None
     return schema
 
@@ -114,10 +118,10 @@ def _replay(cfg: ToolConfig, args: argparse.Namespace) -> int:
         return 2
     opts = ReplayOptions(run=args.run, selection=_selection(args), per_transaction=args.per_transaction,
                          rate=max(0.0, args.rate), dry_run=args.dry_run)
-    report = replay(cfg, opts, progress=lambda line: print(line, flush=True))
+    report = replay(cfg, opts, progress=_say)
     for bad in report.invalid_examples:
-        print(f"still invalid {bad.letter.position} event {bad.letter.value.event_id or '-'}: {bad.code}: "
-              f"{bad.message[:200]}")
+        _say(f"still invalid {bad.letter.position} event {bad.letter.value.event_id or '-'}: {bad.code}: "
+             f"{bad.message[:200]}")
     print(json.dumps({"run": args.run, "scanned": report.scanned, "replayed": report.replayed,
                       "not_selected": report.skipped, "still_invalid": dict(report.still_invalid),
                       "unreadable": report.unreadable, "transactions": report.transactions,
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(list_row(letter))
                 if len(rows) >= args.limit:
                     break
-            print(table(rows, LIST_HEADER) if rows else "no dead letters selected")
+            _say(table(rows, LIST_HEADER) if rows else "no dead letters selected")
         elif args.command == "summary":
             groups = summarise(_selected(cfg, _selection(args)))
             if args.json:
@@ -144,18 +148,23 @@ def main(argv: list[str] | None = None) -> int:
                                       "source": source, "count": g.count, "producers": len(g.producers),
                                       "first_ms": g.first_ms, "last_ms": g.last_ms}))
             else:
-                print(summary_table(groups) if groups else "no dead letters selected")
+                _say(summary_table(groups) if groups else "no dead letters selected")
         elif args.command == "show":
             return _show(cfg, args.position)
         else:
             return _replay(cfg, args)
     except ConfigError as exc:
-        print(f"deadletter: configuration: {exc}", file=sys.stderr)
+        _say(f"deadletter: configuration: {exc}", err=True)
         return 2
     except (ReadError, ReplayError, KafkaException) as exc:
-        print(f"deadletter: {exc}", file=sys.stderr)
+        _say(f"deadletter: {exc}", err=True)
         return 1
     return 0
+
+
+def _say(text: str, *, err: bool = False) -> None:
+    """Print terminal-safe text (deadletter/text.py): dead letters hold what write-key holders sent."""
+    print(safe(text), file=sys.stderr if err else sys.stdout, flush=True)
 
 
 if __name__ == "__main__":

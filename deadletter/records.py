@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from common.avro_frame import HEADER_BYTES, read_body
 from gateway.avro_batch import Envelope, read_envelope
 from gateway.records import DeadLetter, Headers
 
@@ -133,11 +134,7 @@ def decoded_payload(letter: Letter, reader: Any = None) -> Any:
     framed = letter.raw_payload
     schema_id = int.from_bytes(framed[1:5], "big") if len(framed) >= 5 else None
     if reader is not None:
-        import io  # noqa: PLC0415
-
-        import fastavro  # noqa: PLC0415
-
-        return {"schema_id": schema_id, "event": fastavro.schemaless_reader(io.BytesIO(framed[5:]), reader)}
+        return {"schema_id": schema_id, "event": read_body(framed[HEADER_BYTES:], reader)}
     env = letter.envelope
     if env is None:
         return {"schema_id": schema_id, "unreadable": "no event envelope", "base64": letter.value.payload}

@@ -19,14 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
+from common.kafka_produce import produce_all
+from common.kafka_read import drain, end_offsets, partitions
 from deadletter.config import ToolConfig
-from deadletter.gateway_code import GatewayError, load_cache
-from deadletter.read import OFFSET_BEGINNING, consumer_config, drain, end_offsets, partitions_of, to_letter
+from deadletter.gateway_code import GatewayError, RegistryUnavailable, load_cache
+from deadletter.read import STALL_S, consumer_config, to_letter
 from deadletter.records import BadRecord, Selection
 from deadletter.revalidate import StillInvalid, revalidate
-from gateway.producer import kafka_config, produce_record
+from gateway.producer import kafka_config
 from gateway.records import KafkaRecord
+
+REGISTRY_WAIT_S = 30.0  # how long a run waits for an unreachable registry before it gives up (exit 1)
 
 
 class ReplayError(RuntimeError):
@@ -64,12 +69,13 @@ class _Run:
                  progress: Callable[[str], None]) -> None:
         self.cfg, self.opts, self.cache, self.progress = cfg, opts, cache, progress
         self.report = ReplayReport()
-        self.consumer = Consumer(consumer_config(cfg.bootstrap, group_id(opts.run)))
+        self.consumer = Consumer(consumer_config(cfg.bootstrap, group_id(opts.run), cfg.kafka_security))
         self.producer: Producer | None = None
         if not opts.dry_run:
-            self.producer = Producer(kafka_config(cfg.bootstrap, f"headwater-deadletter-replay.{opts.run}",
-                                                  delivery_timeout_s=min(30.0, cfg.transaction_timeout_s),
-                                                  transaction_timeout_s=cfg.transaction_timeout_s))
+            self.producer = Producer({**kafka_config(cfg.bootstrap, f"headwater-deadletter-replay.{opts.run}",
+                                                     delivery_timeout_s=min(30.0, cfg.transaction_timeout_s),
+                                                     transaction_timeout_s=cfg.transaction_timeout_s),
+                                      **cfg.kafka_security.librdkafka()})
         self.chunk: list[KafkaRecord] = []
         self.chunk_offsets: dict[int, int] = {}
         self.scanned_in_chunk = 0
@@ -80,12 +86,11 @@ class _Run:
         if self.producer is not None:
             # First: abort what a killed run with this name left open, so its offsets are stable to read.
             self.producer.init_transactions(30)
-        parts = partitions_of(self.consumer, topic)
+        parts = partitions(self.consumer, topic)
         committed = self.consumer.committed([TopicPartition(topic, p) for p in parts], timeout=30)
-        starts = {tp.partition: tp.offset if tp.offset >= 0 else OFFSET_BEGINNING for tp in committed}
+        starts = {tp.partition: tp.offset for tp in committed}  # no committed offset yet: the beginning
         ends = end_offsets(self.consumer, topic, parts)
-        self.consumer.assign([TopicPartition(topic, p, starts[p]) for p in parts])
-        for msg in drain(self.consumer, ends):
+        for msg in drain(self.consumer, topic, starts, ends, timeout_s=None, stall_s=STALL_S):
             self._take(msg)
             if self.scanned_in_chunk >= self.opts.per_transaction:
                 self._commit()
@@ -129,8 +134,7 @@ class _Run:
         if self.producer is not None:
             p = self.producer
             p.begin_transaction()
-            for record in self.chunk:
-                _produce(p, record)
+            produce_all(p, self.chunk, deadline=time.monotonic() + self.cfg.transaction_timeout_s)
             p.send_offsets_to_transaction(offsets, self.consumer.consumer_group_metadata(), 30)
             p.commit_transaction(60)
         self.report.replayed += len(self.chunk)
@@ -147,21 +151,16 @@ class _Run:
             self.producer.flush(10)
 
 
-def _produce(producer: Producer, record: KafkaRecord) -> None:
-    while True:
-        try:
-            produce_record(producer, record)
-            return
-        except BufferError:
-            producer.poll(0.1)
-
-
 def replay(cfg: ToolConfig, opts: ReplayOptions, progress: Callable[[str], None] = print) -> ReplayReport:
     """Run (or resume) the replay named `opts.run` up to the dead-letter topic's current end."""
     if not cfg.registry_url:
         raise ReplayError("REGISTRY_URL is not set")
     try:
-        cache = load_cache(cfg.registry_url)
+        # A registry restarting (or failing over) answers again within seconds: wait for it rather than fail the run.
+        for attempt in Retrying(stop=stop_after_delay(REGISTRY_WAIT_S), wait=wait_exponential(min=0.5, max=5),
+                                retry=retry_if_exception_type(RegistryUnavailable), reraise=True):
+            with attempt:
+                cache = load_cache(cfg.registry_url, cfg.topics, access=cfg.registry_access)
     except GatewayError as exc:
         raise ReplayError(str(exc)) from None
     run = _Run(cfg, opts, cache, progress)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from deadletter.records import Letter
+from deadletter.text import cell
 
 GroupKey = tuple[str, str, str, str]  # reason, event type, version, source
 
@@ -40,7 +41,11 @@ def summarise(letters: Iterable[Letter]) -> dict[GroupKey, Group]:
 
 
 def iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    """Epoch ms as ISO-8601 UTC; a time no calendar holds (a forged received_at) as the number, marked."""
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, ValueError, OSError):
+        return f"{ms}ms(out of range)" if len(str(ms)) <= 24 else f"{str(ms)[:20]}...ms(out of range)"
 
 
 def parse_time(text: str) -> int:
@@ -57,7 +62,8 @@ def parse_time(text: str) -> int:
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:
-    """A plain aligned text table."""
+    """A plain aligned text table; every cell terminal-safe (text.cell)."""
+    rows = [[cell(str(c)) for c in r] for r in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -14,6 +14,7 @@ import time
 
 from gateway.config import ConfigError, GatewayConfig
 from gateway.logs import setup_logging
+from gateway.proxy_socket import bind_proxy_socket
 
 log = logging.getLogger("gateway.supervisor")
 
@@ -22,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gateway", description=__doc__)
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--supervisor", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--proxy-fd", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
         cfg = GatewayConfig.from_env()
@@ -33,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
 
         worker = args.worker or 0
         setup_logging(cfg.log_level, worker)
-        run_worker(cfg, worker, supervisor=args.supervisor)
+        run_worker(cfg, worker, supervisor=args.supervisor, proxy_fd=args.proxy_fd)
         return 0
     setup_logging(cfg.log_level, -1)
     return supervise(cfg)
@@ -46,19 +48,30 @@ def supervise(cfg: GatewayConfig) -> int:
     shared_dir = cfg.shared_dir or tempfile.mkdtemp(prefix="headwater-gateway-shared-")
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": metrics_dir, "HEADWATER_GATEWAY_SHARED_DIR": shared_dir}
     stopping = False
+    # One unix socket for every worker (they accept on the inherited descriptor): a unix path cannot be shared
+    # with SO_REUSEPORT as host:port is. It outlives worker restarts; removed when the supervisor stops.
+    proxy = bind_proxy_socket(cfg.proxy_socket) if cfg.proxy_socket else None
+    workers: dict[int, subprocess.Popen[bytes]] = {}
 
     def on_signal(signum: int, _frame: object) -> None:
         nonlocal stopping
         stopping = True
 
+    def on_hup(signum: int, _frame: object) -> None:  # rotated certificate files: every worker reloads them
+        for proc in workers.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGHUP)
+
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_hup)
 
     def spawn(i: int) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([sys.executable, "-m", "gateway", "--worker", str(i), "--supervisor", str(os.getpid())],
-                                env=env)
+        extra = ["--proxy-fd", str(proxy.fileno())] if proxy is not None else []
+        return subprocess.Popen([sys.executable, "-m", "gateway", "--worker", str(i), "--supervisor", str(os.getpid()),
+                                 *extra], env=env, pass_fds=(proxy.fileno(),) if proxy is not None else ())
 
-    workers = {i: spawn(i) for i in range(cfg.workers)}
+    workers.update({i: spawn(i) for i in range(cfg.workers)})
     log.info("started workers", extra={"fields": {"pids": [p.pid for p in workers.values()]}})
     try:
         while not stopping:
@@ -81,6 +94,9 @@ def supervise(cfg: GatewayConfig) -> int:
                 proc.kill()
                 proc.wait()
     finally:
+        if proxy is not None:
+            proxy.close()
+            os.unlink(cfg.proxy_socket)
         shutil.rmtree(metrics_dir, ignore_errors=True)
         if not cfg.shared_dir:
             shutil.rmtree(shared_dir, ignore_errors=True)

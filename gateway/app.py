@@ -30,8 +30,9 @@ log = logging.getLogger("gateway.app")
 def commit_settings(cfg: GatewayConfig) -> CommitSettings:
     return CommitSettings(window_s=cfg.commit_window_ms / 1000, max_records=cfg.commit_max_records,
                           min_interval_s=cfg.commit_min_interval_ms / 1000,
+                          busy_interval_s=cfg.commit_busy_interval_ms / 1000,
                           commit_timeout_s=cfg.delivery_timeout_s, init_timeout_s=cfg.delivery_timeout_s,
-                          retry_after_s=cfg.retry_after_s)
+                          retry_after_s=cfg.retry_after_s, ready_grace_s=cfg.ready_grace_s)
 
 
 def schema_cache(cfg: GatewayConfig, source: SchemaSource) -> SchemaCache:
@@ -50,19 +51,26 @@ def committed_batches(cfg: GatewayConfig) -> CommittedBatches | SharedCommittedB
     return CommittedBatches(cfg.dedup_cache_size)
 
 
+def producer_factories(cfg: GatewayConfig, worker: int) -> list[ProducerFactory]:
+    """One per commit lane, each with its own transactional id: lane 0 keeps `<prefix>-<worker>` (so a restarted
+    worker fences the producer it had before lanes existed), lane n > 0 is `<prefix>-<worker>-l<n>`."""
+    return [confluent_factory({**kafka_config(cfg.bootstrap, f"{cfg.transactional_id_prefix}-{worker}"
+                                              + (f"-l{lane}" if lane else ""),
+                                              cfg.delivery_timeout_s, cfg.transaction_timeout_s,
+                                              compression=cfg.kafka_compression, linger_ms=cfg.kafka_linger_ms),
+                               **cfg.kafka_security.librdkafka()})
+            for lane in range(cfg.commit_lanes)]
+
+
 def build_app(cfg: GatewayConfig, worker: int = 0, *, source: SchemaSource | None = None,
               factory: ProducerFactory | None = None) -> web.Application:
-    """The worker's app; `source` and `factory` replace the registry and Kafka in tests."""
+    """The worker's app; `source` and `factory` replace the registry and Kafka in tests (`factory`: one lane)."""
     if cfg.shared_dir:
         Path(cfg.shared_dir).mkdir(parents=True, exist_ok=True)
-    registry = HttpRegistry(cfg.registry_url, cfg.registry_timeout_s) if source is None else None
+    registry = HttpRegistry(cfg.registry_url, cfg.registry_timeout_s, cfg.registry_access) if source is None else None
     cache = schema_cache(cfg, registry if registry is not None else source)  # type: ignore[arg-type]
-    if factory is None:
-        tx_id = f"{cfg.transactional_id_prefix}-{worker}"
-        factory = confluent_factory(kafka_config(cfg.bootstrap, tx_id, cfg.delivery_timeout_s,
-                                                 cfg.transaction_timeout_s, compression=cfg.kafka_compression,
-                                                 linger_ms=cfg.kafka_linger_ms))
-    committer = GroupCommitter(factory, commit_settings(cfg), CommitMetrics())
+    factories = producer_factories(cfg, worker) if factory is None else [factory]
+    committer = GroupCommitter(factories, commit_settings(cfg), CommitMetrics())
     gw = Gateway(cfg, cache, committer,
                  InFlight(cfg.limits.max_inflight_events, cfg.limits.max_inflight_bytes, cfg.retry_after_s),
                  committed_batches(cfg), SourceRates(cfg.limits.source_events_per_s))

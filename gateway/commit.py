@@ -1,4 +1,12 @@
-"""Group commit: batches arriving within a short window share one Kafka transaction, run on a dedicated thread.
+"""Group commit: batches arriving within a short window share one Kafka transaction, run by one or more lanes.
+
+A lane is a transactional producer and the thread that runs its transactions, one at a time (Kafka allows one
+open transaction per transactional id). With one lane, a batch that arrives while a transaction commits waits
+for that commit and then for its own, and the next transaction's first request meets the previous one's commit
+markers still being written (the coordinator answers CONCURRENT_TRANSACTIONS, and librdkafka retries 20 ms
+later). With two lanes a batch is taken by whichever lane is free, so it waits for one commit only; the lanes
+take turns gathering the queue, so at full load each transaction still carries every batch that arrived while
+the other lane committed (docs/gateway.md, "Tuning").
 
 Each request awaits a future that is resolved only after `commit_transaction` returned; when anything fails
 the transaction is aborted and every batch in it, and every batch queued behind it, gets `KafkaUnavailable`
@@ -15,11 +23,13 @@ import collections
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from common.kafka_produce import produce_all
 from gateway.errors import GatewayError, KafkaUnavailable, ShuttingDown
-from gateway.producer import ProducerFactory, TxProducer, commit_in_doubt, needs_new_producer, produce_record
+from gateway.producer import ProducerFactory, TxProducer, commit_in_doubt, needs_new_producer
 from gateway.records import KafkaRecord
 
 log = logging.getLogger("gateway.commit")
@@ -45,35 +55,73 @@ class _Pending:
 class CommitSettings:
     window_s: float = 0.002
     max_records: int = 5000
-    # Transactions begin at least this far apart: below 1/min_interval batches per second nothing waits longer
-    # than `window_s`; above it each transaction carries more batches, so the broker writes fewer commit markers
-    # and transaction-log records per event as load grows (docs/gateway.md, "Tuning").
+    # Transactions begin at least min_interval / lanes apart (each lane's at least about min_interval apart):
+    # below that rate nothing waits longer than `window_s`; above it each transaction carries more batches, so
+    # the broker writes fewer commit markers and transaction-log records per event as load grows
+    # (docs/gateway.md, "Tuning").
     min_interval_s: float = 0.0
+    # Under saturation the interval stretches to `busy_interval_s`: once a transaction carried at least
+    # `busy_batches` batches (requests pile up faster than transactions end), the next ones begin that far apart,
+    # so each carries hundreds of batches' worth of events and the broker's cost per transaction (markers,
+    # transaction-log writes: several ms of its CPU) is spread over them; a smaller group returns to
+    # `min_interval_s`. Below saturation (groups of a few batches) it adds nothing to the ack latency.
+    busy_interval_s: float = 0.0
+    busy_batches: int = 8
     commit_timeout_s: float = 10.0
     init_timeout_s: float = 10.0
     reconnect_backoff_s: float = 1.0
     retry_after_s: int = 1
+    # /readyz stays ready this long after the last failed transaction while the cluster still answers metadata:
+    # a broker loss fails every gateway's transactions at once, and a load balancer that takes them all out
+    # turns their quick 503s into closed connections and adds its own rise delay to the recovery.
+    ready_grace_s: float = 30.0
+
+
+class _Lane:
+    """One transactional producer and its thread (the producer is None while it is being replaced)."""
+
+    def __init__(self, index: int, factory: ProducerFactory) -> None:
+        self.index = index
+        self.factory = factory
+        self.producer: TxProducer | None = None
+        self.candidate: TxProducer | None = None  # the producer being replaced or initialised (for /readyz)
+        self.healthy = False
+        self.ever_ready = False
+        self.failed_at = -1e9  # monotonic time of this lane's last failed transaction
+        self.thread: threading.Thread | None = None
 
 
 class GroupCommitter:
-    """One transactional producer and the thread that runs its transactions."""
+    """The lanes of one worker and the queue of batches they share."""
 
-    def __init__(self, factory: ProducerFactory, settings: CommitSettings,
+    def __init__(self, factory: ProducerFactory | Sequence[ProducerFactory], settings: CommitSettings,
                  observer: CommitObserver | None = None) -> None:
-        self._factory = factory
+        factories = [factory] if callable(factory) else list(factory)
+        if not factories:
+            raise ValueError("group commit needs at least one producer factory")
         self._s = settings
         self._observer = observer or _NullObserver()
         self._pending: collections.deque[_Pending] = collections.deque()
         self._cond = threading.Condition()
-        self._producer: TxProducer | None = None
+        self._gather = threading.Lock()  # held by the lane gathering the next group: one at a time
         self._stopping = False
-        self._last_begin = -1e9  # monotonic time the last transaction's group was closed
-        self._thread = threading.Thread(target=self._run, name="kafka-commit", daemon=True)
-        self.healthy = False
+        self._last_begin = -1e9  # monotonic time the last group was closed, by any lane
+        self._busy = False  # the last group had busy_batches batches or more
+        self._lanes = [_Lane(i, f) for i, f in enumerate(factories)]
+        for lane in self._lanes:
+            lane.thread = threading.Thread(target=self._run, args=(lane,), name=f"kafka-commit-{lane.index}",
+                                           daemon=True)
+
+    @property
+    def healthy(self) -> bool:
+        """Whether any lane can take a batch (while none can, new batches get their 503 at once)."""
+        return any(lane.healthy for lane in self._lanes)
 
     # -- event-loop side ------------------------------------------------------------------------------------
     def start(self) -> None:
-        self._thread.start()
+        for lane in self._lanes:
+            assert lane.thread is not None
+            lane.thread.start()
 
     async def commit(self, records: list[KafkaRecord]) -> None:
         """Return once `records` are committed; raise KafkaUnavailable/ShuttingDown when they were not."""
@@ -90,119 +138,132 @@ class GroupCommitter:
         await asyncio.shield(pending.future)
 
     def queued(self) -> int:
-        producer = self._producer
-        return len(self._pending) + (len(producer) if producer is not None else 0)
+        in_producers = sum(len(p) for p in (lane.producer for lane in self._lanes) if p is not None)
+        return len(self._pending) + in_producers
 
     def stop(self, timeout_s: float) -> None:
-        """Finish what is queued (within `timeout_s`), then close the producer and end the thread."""
+        """Finish what is queued (within `timeout_s`), then close the producers and end the threads."""
         with self._cond:
             self._stopping = True
-            self._cond.notify()
-        self._thread.join(timeout_s)
+            self._cond.notify_all()
+        deadline = time.monotonic() + timeout_s
+        for lane in self._lanes:
+            if lane.thread is not None and lane.thread.is_alive():
+                lane.thread.join(max(0.0, deadline - time.monotonic()))
+        self._fail(self._drain(), ShuttingDown("shutting down", retry_after=self._s.retry_after_s))
 
     def reachable(self, timeout_s: float) -> bool:
-        """Whether the producer is healthy and its cluster answers a metadata request (for /readyz; blocking)."""
-        producer = self._producer
-        if producer is None or not self.healthy:
-            return False
-        try:
-            producer.list_topics(timeout=timeout_s)
-        except Exception:
-            return False
-        return True
+        """Whether a lane that is healthy, or failed a transaction less than `ready_grace_s` ago, has a producer
+        whose cluster answers a metadata request (for /readyz; blocking)."""
+        now = time.monotonic()
+        for lane in self._lanes:
+            producer = lane.producer or lane.candidate
+            recent = lane.ever_ready and now - lane.failed_at < self._s.ready_grace_s
+            if producer is None or not (lane.healthy or recent):
+                continue
+            try:
+                producer.list_topics(timeout=timeout_s)
+            except Exception:
+                return False
+            return True
+        return False
 
     def wait_ready(self, timeout_s: float) -> bool:
+        """Wait until every lane is ready (or the timeout); True when at least one is."""
         deadline = time.monotonic() + timeout_s
-        while not self.healthy and time.monotonic() < deadline and self._thread.is_alive():
+        while (not all(lane.healthy for lane in self._lanes) and time.monotonic() < deadline
+               and any(lane.thread is not None and lane.thread.is_alive() for lane in self._lanes)):
             time.sleep(0.05)
         return self.healthy
 
-    # -- commit thread ------------------------------------------------------------------------------------
-    def _run(self) -> None:
+    # -- lane threads ---------------------------------------------------------------------------------------
+    def _run(self, lane: _Lane) -> None:
         while True:
-            group = self._take_group()
+            if lane.producer is None:
+                if self._stopping:
+                    break
+                self._connect(lane)
+                continue
+            group = self._take_group(lane)
             if group is None:
                 break
-            if not group:
-                continue
-            if self._producer is None:
-                self._fail(group, KafkaUnavailable("Kafka is unavailable", retry_after=self._s.retry_after_s))
-                continue
-            self._transact(self._producer, group)
-        with self._cond:
-            leftover = list(self._pending)
-            self._pending.clear()
-        self._fail(leftover, ShuttingDown("shutting down", retry_after=self._s.retry_after_s))
-        if self._producer is not None:
-            self._producer.poll(0)
-        log.info("commit thread stopped")
+            if group:
+                self._transact(lane, lane.producer, group)
+        if lane.producer is not None:
+            lane.producer.poll(0)
+        log.info("commit lane %d stopped", lane.index)
 
-    def _take_group(self) -> list[_Pending] | None:
-        """Block for the first batch (reconnecting while idle), then gather more for up to the window."""
-        with self._cond:
-            while not self._pending:
-                if self._stopping:
-                    return None
-                if self._producer is None:
-                    break
-                self._cond.wait(0.5)
-                if not self._pending:
-                    self._producer.poll(0)  # serves librdkafka's log and error callbacks while idle
-        if self._producer is None:
-            self._connect()
-            with self._cond:
-                if not self._pending:
-                    return []
-        now = time.monotonic()
-        deadline = max(now + self._s.window_s, self._last_begin + self._s.min_interval_s)
-        with self._cond:
-            group = [self._pending.popleft()]
-            count = len(group[0].records)
-            while count < self._s.max_records:
-                if not self._pending:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or self._stopping:
-                        break
-                    self._cond.wait(remaining)
-                    continue
-                group.append(self._pending.popleft())
-                count += len(group[-1].records)
-        self._last_begin = time.monotonic()
-        return group
-
-    def _connect(self) -> None:
+    def _take_group(self, lane: _Lane) -> list[_Pending] | None:
+        """Block for the first batch, then gather more for up to the window; [] when nothing came yet."""
+        producer = lane.producer
+        assert producer is not None
+        if not self._gather.acquire(timeout=0.5):  # another lane is gathering
+            producer.poll(0)  # serves librdkafka's log and error callbacks while idle
+            return None if self._stopping and not self._pending else []
         try:
-            producer = self._factory()
+            with self._cond:
+                while not self._pending:
+                    if self._stopping:
+                        return None
+                    self._cond.wait(0.5)
+                    if not self._pending:
+                        producer.poll(0)
+                        return []  # let the lane check its producer between waits
+                now = time.monotonic()
+                interval = max(self._s.min_interval_s, self._s.busy_interval_s if self._busy else 0.0)
+                spacing = interval / len(self._lanes)
+                deadline = max(now + self._s.window_s, self._last_begin + spacing)
+                group = [self._pending.popleft()]
+                count = len(group[0].records)
+                while count < self._s.max_records:
+                    if not self._pending:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0 or self._stopping:
+                            break
+                        self._cond.wait(remaining)
+                        continue
+                    group.append(self._pending.popleft())
+                    count += len(group[-1].records)
+            self._last_begin = time.monotonic()
+            self._busy = len(group) >= self._s.busy_batches
+            return group
+        finally:
+            self._gather.release()
+
+    def _connect(self, lane: _Lane) -> None:
+        try:
+            producer = lane.candidate = lane.factory()
             producer.init_transactions(self._s.init_timeout_s)
         except Exception as exc:
-            log.warning("producer init failed: %s", exc)
-            self.healthy = False
+            log.warning("producer init failed (lane %d): %s", lane.index, exc)
+            lane.healthy = False
             time.sleep(self._s.reconnect_backoff_s)
             return
-        self._producer = producer
-        self.healthy = True
-        log.info("transactional producer ready")
+        lane.producer = producer
+        lane.healthy = lane.ever_ready = True
+        log.info("transactional producer ready (lane %d)", lane.index)
 
-    def _transact(self, producer: TxProducer, group: list[_Pending]) -> None:
+    def _transact(self, lane: _Lane, producer: TxProducer, group: list[_Pending]) -> None:
         t0 = time.monotonic()
         records = sum(len(p.records) for p in group)
         try:
             producer.begin_transaction()
             deadline = t0 + self._s.commit_timeout_s
-            for pending in group:
-                for record in pending.records:
-                    self._produce(producer, record, deadline)
+            for pending in group:  # a full queue past the deadline raises QueueFull, a BufferError
+                produce_all(producer, pending.records, deadline=deadline)
             producer.commit_transaction(max(0.1, deadline - time.monotonic()))
         except Exception as exc:
-            log.warning("transaction of %d batches failed: %s", len(group), exc)
-            self.healthy = False  # new batches get their 503 at once while the producer recovers
+            log.warning("transaction of %d batches failed (lane %d): %s", len(group), lane.index, exc)
+            lane.healthy = False  # while no lane is healthy, new batches get their 503 at once
+            lane.failed_at = time.monotonic()
             error = KafkaUnavailable("transaction aborted: Kafka is unavailable", retry_after=self._s.retry_after_s)
             queued = self._drain()
             if queued:
                 log.warning("failing %d batches queued behind the failed transaction", len(queued))
             self._fail(group + queued, error)
-            self._recover(producer, exc)
-            self._fail(self._drain(), error)  # any that passed the health check before it changed
+            self._recover(lane, producer, exc)
+            if not self.healthy:  # any that passed the health check before it changed
+                self._fail(self._drain(), error)
             self._observer.transaction(time.monotonic() - t0, len(group), records, False)
             return
         producer.poll(0)
@@ -210,36 +271,25 @@ class GroupCommitter:
             pending.loop.call_soon_threadsafe(_resolve, pending.future, None)
         self._observer.transaction(time.monotonic() - t0, len(group), records, True)
 
-    @staticmethod
-    def _produce(producer: TxProducer, record: KafkaRecord, deadline: float) -> None:
-        while True:
-            try:
-                produce_record(producer, record)
-                return
-            except BufferError:
-                if time.monotonic() > deadline:
-                    raise
-                producer.poll(0.01)
-
     def _drain(self) -> list[_Pending]:
         with self._cond:
             queued = list(self._pending)
             self._pending.clear()
         return queued
 
-    def _recover(self, producer: TxProducer, exc: BaseException) -> None:
+    def _recover(self, lane: _Lane, producer: TxProducer, exc: BaseException) -> None:
         if commit_in_doubt(exc):
             log.warning("commit in doubt; replacing the producer (an abort would conflict with the commit)")
         elif not needs_new_producer(exc):
             try:
                 producer.abort_transaction(self._s.commit_timeout_s)
-                self.healthy = True
+                lane.healthy = True
                 return
             except Exception as abort_exc:
                 log.warning("abort failed, replacing the producer: %s", abort_exc)
         # A new producer with the same transactional id fences this one and aborts its open transaction.
-        self._producer = None
-        self.healthy = False
+        lane.candidate, lane.producer = producer, None
+        lane.healthy = False
 
     @staticmethod
     def _fail(group: list[_Pending], error: GatewayError) -> None:

@@ -9,7 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.basic_auth import AuthConfigError
 from common.env import env_float, env_int
+from common.kafka_security import KafkaSecurity, KafkaSecurityError
+from common.registry_access import RegistryAccess
+from common.tls import ServerTls, server_tls
 from gateway.auth import KeyStore, parse_keys
 
 
@@ -67,11 +71,14 @@ class GatewayConfig:
     uvloop: bool = True  # uvloop when installed; False: asyncio's own loop
     avro_codegen: bool = True  # generated Avro encoders; False: fastavro's writer for every event
     commit_min_interval_ms: float = 10.0
+    commit_busy_interval_ms: float = 50.0  # transactions' spacing while the worker is saturated (see "Tuning")
+    commit_lanes: int = 2  # transactional producers per worker taking turns (docs/gateway.md, "Tuning")
     delivery_timeout_s: float = 5.0
     # A dead worker's open transaction blocks read_committed consumers until the coordinator aborts it after
     # this long (or until the restarted worker fences it): keep it short.
     transaction_timeout_s: float = 10.0
     retry_after_s: int = 1
+    ready_grace_s: float = 30.0  # /readyz stays ready this long after a failed transaction (docs/gateway.md)
     body_timeout_s: float = 10.0
     idle_timeout_s: float = 15.0
     conn_max_age_s: float = 300.0
@@ -87,16 +94,26 @@ class GatewayConfig:
     registry_lookup_burst: int = 20
     negative_cache_size: int = 10_000     # per worker: recent registry 404s remembered (5 s each)
     shared_dir: str = ""  # a directory the workers of one instance share (batch answers, schema snapshot)
+    # Proxies whose X-Forwarded-For is believed: the names (CN or DNS SAN) of the TLS client certificates they show,
+    # verified against tls.client_ca; a connection on proxy_socket (a unix socket) is a proxy's too. Never an address.
     trusted_proxies: frozenset[str] = frozenset()
     log_level: str = "INFO"
+    tls: ServerTls | None = None  # HTTPS on host:port (certificate, key, CA of the proxies' client certificates)
+    proxy_socket: str = ""  # a unix socket the proxy connects to, besides host:port
+    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    registry_access: RegistryAccess = field(default_factory=RegistryAccess)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
         env = os.environ if env is None else env
         keys = _keys(env)
         limits = _limits(env)
-        proxies = frozenset(p.strip() for p in env.get("HEADWATER_GATEWAY_TRUSTED_PROXIES", "").split(",")
-                            if p.strip())
+        tls, proxies = _proxies(env)
+        try:
+            kafka_security = KafkaSecurity.from_env(env, "GATEWAY")
+            registry_access = RegistryAccess.from_env(env, "GATEWAY")
+        except (KafkaSecurityError, AuthConfigError) as exc:
+            raise ConfigError(str(exc)) from None
         level = env.get("HEADWATER_GATEWAY_LOG_LEVEL", "INFO").upper()
         if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
             raise ConfigError(f"HEADWATER_GATEWAY_LOG_LEVEL={level!r} is not DEBUG, INFO, WARNING or ERROR")
@@ -118,9 +135,12 @@ class GatewayConfig:
             uvloop=_flag(env, "HEADWATER_GATEWAY_UVLOOP", True),
             avro_codegen=_flag(env, "HEADWATER_GATEWAY_AVRO_CODEGEN", True),
             commit_min_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS", 10.0, 0.0, 1000.0),
+            commit_busy_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS", 50.0, 0.0, 1000.0),
+            commit_lanes=_int(env, "HEADWATER_GATEWAY_COMMIT_LANES", 2, 1, 16),
             delivery_timeout_s=_float(env, "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S", 5.0, 1.0, 300.0),
             transaction_timeout_s=_float(env, "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S", 10.0, 2.0, 900.0),
             retry_after_s=_int(env, "HEADWATER_GATEWAY_RETRY_AFTER_S", 1, 1, 3600),
+            ready_grace_s=_float(env, "HEADWATER_GATEWAY_READY_GRACE_S", 30.0, 0.0, 3600.0),
             body_timeout_s=_float(env, "HEADWATER_GATEWAY_BODY_TIMEOUT_S", 10.0, 0.1, 600.0),
             idle_timeout_s=_float(env, "HEADWATER_GATEWAY_IDLE_TIMEOUT_S", 15.0, 0.1, 3600.0),
             conn_max_age_s=_float(env, "HEADWATER_GATEWAY_CONN_MAX_AGE_S", 300.0, 1.0, 86400.0),
@@ -138,11 +158,31 @@ class GatewayConfig:
             shared_dir=env.get("HEADWATER_GATEWAY_SHARED_DIR", ""),
             trusted_proxies=proxies,
             log_level=level,
+            tls=tls,
+            proxy_socket=env.get("HEADWATER_GATEWAY_PROXY_SOCKET", "").strip(),
+            kafka_security=kafka_security,
+            registry_access=registry_access,
         )
         if cfg.delivery_timeout_s >= cfg.transaction_timeout_s:
             raise ConfigError("HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S must be below "
                               "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S")
         return cfg
+
+
+def _proxies(env: Mapping[str, str]) -> tuple[ServerTls | None, frozenset[str]]:
+    """HTTPS settings and the certificate names of trusted proxies (which need a CA to verify them against)."""
+    if env.get("HEADWATER_GATEWAY_TRUSTED_PROXIES", "").strip():
+        raise ConfigError("HEADWATER_GATEWAY_TRUSTED_PROXIES (peer addresses) is no longer honoured: any local user "
+                          "can bind an address. Name the proxies' TLS client certificates in "
+                          "HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES (with HEADWATER_GATEWAY_TLS_CLIENT_CA), or let the "
+                          "proxy connect through HEADWATER_GATEWAY_PROXY_SOCKET")
+    tls = server_tls(env, "HEADWATER_GATEWAY_", ConfigError)
+    names = frozenset(n.strip() for n in env.get("HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES", "").split(",")
+                      if n.strip())
+    if names and (tls is None or not tls.client_ca):
+        raise ConfigError("HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES needs HEADWATER_GATEWAY_TLS_CLIENT_CA (and "
+                          "HEADWATER_GATEWAY_TLS_CERT/_KEY): a proxy proves its name with a client certificate")
+    return tls, names
 
 
 def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:

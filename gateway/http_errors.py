@@ -67,7 +67,10 @@ def parser_error_response(status: int, exc: BaseException | None) -> web.Respons
 
 
 class JsonErrorHandler(RequestHandler):
-    """aiohttp's connection handler with `handle_error` answering JSON and logging one bounded line."""
+    """aiohttp's connection handler with `handle_error` answering JSON and logging one bounded line.
+
+    Unlike its base class it can be weakly referenced (no `__slots__`): the connection recycler keys its
+    per-connection counts by it."""
 
     def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:

@@ -143,16 +143,20 @@ def plan_avro(batch: AvroBatch, cache: SchemaCache, meta: RequestMeta, deadlette
 
 
 def _check_avro_event(index: int, framed: bytes, env: Envelope | None, schema: CompiledSchema) -> Rejection | None:
-    body = framed[5:]
     try:
         if env is None:
             raise ValueError("the envelope fields are unreadable")
-        buf = io.BytesIO(body)
-        fastavro.schemaless_reader(buf, schema.parsed, schema.skip_reader)
+        if schema.skip is not None:
+            end = schema.skip(framed)
+        else:
+            buf = io.BytesIO(framed)
+            buf.seek(5)
+            fastavro.schemaless_reader(buf, schema.parsed, schema.skip_reader)
+            end = buf.tell()
     except Exception as exc:
         return Rejection(index, "invalid_avro", clip(f"not readable with schema id {schema.schema_id}: {exc!r}"))
-    if buf.tell() != len(body):
-        return Rejection(index, "invalid_avro", f"{len(body) - buf.tell()} trailing bytes after the record")
+    if end != len(framed):
+        return Rejection(index, "invalid_avro", f"{len(framed) - end} trailing bytes after the record")
     if env.event_type != schema.route.event_type:
         return Rejection(index, "event_type_mismatch",
                          clip(f"event_type {env.event_type!r} but schema id {schema.schema_id} is "

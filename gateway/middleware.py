@@ -53,7 +53,7 @@ def make_middlewares(recycler: ConnectionRecycler) -> list[Callable[..., Awaitab
                 "batch_id": request.get(BATCH_ID), "source": request.get(SOURCE), "remote": request.remote}})
         m.REQUESTS.labels(request.path if request.match_info.route.resource else "other", str(resp.status),
                           code).inc()
-        if recycler.should_close(request.transport):
+        if recycler.should_close(request.protocol):  # one protocol object per connection, TLS or not
             resp.force_close()
         return resp
 

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from common.registry_access import RegistryAccess
+from common.tls import client_context
 from gateway.avro_types import SchemaCompileError
 from gateway.errors import RegistryUnavailable
 from gateway.lookup_limits import LookupBudget, NegativeCache
@@ -49,14 +51,17 @@ class SchemaSource(Protocol):
 class HttpRegistry:
     """The few Confluent REST calls the gateway needs; 404 -> NotFound, anything else -> RegistryUnavailable."""
 
-    def __init__(self, base_url: str, timeout_s: float) -> None:
+    def __init__(self, base_url: str, timeout_s: float, access: RegistryAccess | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._session: aiohttp.ClientSession | None = None
+        self._access = access or RegistryAccess()
 
     async def get(self, path: str) -> Any:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        if self._session is None:  # credentials on every request; an https registry's certificate checked
+            self._session = aiohttp.ClientSession(
+                timeout=self._timeout, headers=self._access.headers(),
+                connector=aiohttp.TCPConnector(ssl=client_context(self._access.ca_file)))
         try:
             async with self._session.get(self.base_url + path) as resp:
                 if resp.status == 404:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
 import msgspec
 
+from gateway import avro_fast
 from gateway.avro_codegen import CompiledEncoder, Unsupported, compile_encoder
 from gateway.avro_types import SchemaCompileError, compile_type
 
@@ -40,6 +41,8 @@ class CompiledSchema:
     properties_type: Any           # msgspec type of the `properties` field
     properties_decoder: msgspec.json.Decoder[Any]
     encoder: CompiledEncoder | None = None  # generated code (gateway/avro_codegen.py); None: fastavro's writer
+    # Reads a framed event's body, returns where it ended (gateway/avro_fast.py: compiled, else fastavro).
+    skip: Callable[[bytes], int] | None = None
 
 
 def subject_for(event_type: str) -> str:
@@ -93,8 +96,12 @@ def compile_schema(route: Route, schema_id: int, version: int | None, schema_tex
         encoder: CompiledEncoder | None = compile_encoder(schema, schema_id) if usable else None
     except Unsupported:
         encoder = None
+    try:
+        program: bytes | None = avro_fast.compile_program(schema)
+    except avro_fast.Unsupported:
+        program = None
     return CompiledSchema(route, schema_id, version, parsed, skip, props_type,
-                          msgspec.json.Decoder(props_type), encoder)
+                          msgspec.json.Decoder(props_type), encoder, avro_fast.skip_with(program, parsed, skip))
 
 
 def event_type_of(schema_text: str) -> str | None:

@@ -1,4 +1,5 @@
-"""Runs one worker process: the app on a SO_REUSEPORT socket until SIGTERM/SIGINT, then a graceful shutdown."""
+"""Runs one worker process: the app on a SO_REUSEPORT socket (HTTP or HTTPS) and on the proxy's unix socket when
+configured, until SIGTERM/SIGINT, then a graceful shutdown; SIGHUP reloads the TLS certificate files."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import faulthandler
 import logging
 import os
 import signal
+import socket
+import ssl
 import threading
+from pathlib import Path
 
 from aiohttp import web
 
@@ -15,6 +19,7 @@ from gateway.app import build_app
 from gateway.config import GatewayConfig
 from gateway.http_errors import GatewayRunner
 from gateway.loop import loop_name, run
+from gateway.proxy_socket import bind_proxy_socket
 
 log = logging.getLogger("gateway.server")
 
@@ -41,7 +46,27 @@ async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
             stop.set()
 
 
-async def serve(cfg: GatewayConfig, worker: int, supervisor: int | None = None) -> None:
+def sites(runner: web.AppRunner, cfg: GatewayConfig, tls: ssl.SSLContext | None,
+          proxy: socket.socket | None) -> list[web.BaseSite]:
+    """host:port (HTTPS when `tls`), and the proxy's unix socket when given."""
+    found: list[web.BaseSite] = [web.TCPSite(runner, cfg.host, cfg.port, reuse_port=True, backlog=1024,
+                                             ssl_context=tls)]
+    if proxy is not None:
+        found.append(web.SockSite(runner, proxy))
+    return found
+
+
+def _reload_tls(cfg: GatewayConfig, ctx: ssl.SSLContext) -> None:
+    assert cfg.tls is not None
+    try:
+        cfg.tls.reload(ctx)
+        log.info("reloaded the TLS certificate")
+    except (OSError, ssl.SSLError) as exc:  # keep serving with the previous certificate
+        log.error("TLS certificate reload failed; still serving the previous one",
+                  extra={"fields": {"error": str(exc)}})
+
+
+async def serve(cfg: GatewayConfig, worker: int, supervisor: int | None = None, proxy_fd: int | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -59,9 +84,16 @@ async def serve(cfg: GatewayConfig, worker: int, supervisor: int | None = None) 
         setup.cancel()
         log.warning("stopped before serving")
         return
-    site = web.TCPSite(runner, cfg.host, cfg.port, reuse_port=True, backlog=1024)
-    await site.start()
-    log.info("listening", extra={"fields": {"host": cfg.host, "port": cfg.port}})
+    tls = cfg.tls.context() if cfg.tls else None
+    if tls is not None:
+        loop.add_signal_handler(signal.SIGHUP, _reload_tls, cfg, tls)
+    proxy = None
+    if cfg.proxy_socket:  # the supervisor's socket, or (one process alone) our own
+        proxy = socket.socket(fileno=proxy_fd) if proxy_fd is not None else bind_proxy_socket(cfg.proxy_socket)
+    for site in sites(runner, cfg, tls, proxy):
+        await site.start()
+    log.info("listening", extra={"fields": {"host": cfg.host, "port": cfg.port, "https": tls is not None,
+                                            "proxy_socket": cfg.proxy_socket or None}})
     await stopping
     if watcher is not None:
         watcher.cancel()
@@ -71,6 +103,8 @@ async def serve(cfg: GatewayConfig, worker: int, supervisor: int | None = None) 
     deadline.start()
     log.info("shutting down", extra={"fields": {"deadline_s": cfg.shutdown_timeout_s}})
     await runner.cleanup()
+    if cfg.proxy_socket and proxy_fd is None:
+        Path(cfg.proxy_socket).unlink(missing_ok=True)
     log.info("stopped")
 
 
@@ -80,7 +114,7 @@ def _exit_late() -> None:
     os._exit(1)
 
 
-def run_worker(cfg: GatewayConfig, worker: int, supervisor: int | None = None) -> None:
+def run_worker(cfg: GatewayConfig, worker: int, supervisor: int | None = None, proxy_fd: int | None = None) -> None:
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack on stderr
     log.info("event loop", extra={"fields": {"loop": loop_name(cfg.uvloop)}})
-    run(serve(cfg, worker, supervisor), cfg.uvloop)
+    run(serve(cfg, worker, supervisor, proxy_fd), cfg.uvloop)

@@ -20,8 +20,7 @@ from pathlib import Path
 from common.envfile import read_env, write_env
 from loadtest import run as loadrun
 from loadtest.gateway_proc import cpu_seconds, private_gateway
-from loadtest.settings import DEFAULT_STACK_ENV
-from stack.config import REPO_ROOT
+from loadtest.settings import DEFAULT_RUNS_DIR, DEFAULT_STACK_ENV, REPO_ROOT
 
 RESULTS_DIR = REPO_ROOT / "loadtest" / "results"
 
@@ -128,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=40)
     p.add_argument("--users", type=int, default=40)
     p.add_argument("--stack-env", default=str(DEFAULT_STACK_ENV))
-    p.add_argument("--runs-dir", default=str(REPO_ROOT / ".headwater" / "loadtest"))
+    p.add_argument("--runs-dir", default=str(DEFAULT_RUNS_DIR))
     p.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = p.parse_args(argv)
     points = measure(args)

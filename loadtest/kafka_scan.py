@@ -1,25 +1,23 @@
 """Reads the events topic from a point in time with read_committed and yields each record's identity.
 
 The value is Confluent-framed Avro (magic 0, 4-byte schema id, body); the writer schema is fetched from the
-registry by id with confluent-kafka's own SchemaRegistryClient (so any Confluent-compatible registry works);
-the identity fields are read from the body's first bytes when the writer schema starts with the envelope's
-fields, else the body is decoded with fastavro. Only records whose `producer_id` header is one of `producers`
-are decoded.
+registry by id (common/avro_frame.py: any Confluent-compatible registry works); the identity fields are read
+from the body's first bytes when the writer schema starts with the envelope's fields, else the body is decoded
+with fastavro. Only records whose `producer_id` header is one of `producers` are decoded; the topic is read
+to the end it had when the scan began (common/kafka_read.py).
 """
 
 from __future__ import annotations
 
-import io
-import json
-import time
-import uuid
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import fastavro
-from confluent_kafka import Consumer, KafkaError, TopicPartition
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from common import avro_frame
+from common.kafka_read import KafkaReadError, read_to_end
+from common.kafka_security import KafkaSecurity
+from common.registry_access import RegistryAccess
+from common.registry_client import RegistryClient, RegistryClientError
 
 
 class ScanError(RuntimeError):
@@ -45,18 +43,17 @@ PREFIX = (("event_id", "string"), ("event_type", "string"), ("producer_id", "str
 class WriterSchemas:
     """Writer schemas by registry id, fetched once each, and whether each starts with the envelope PREFIX."""
 
-    def __init__(self, registry_url: str) -> None:
-        self._client = SchemaRegistryClient({"url": registry_url})
-        self._parsed: dict[int, tuple[Any, bool]] = {}
+    def __init__(self, registry_url: str, access: RegistryAccess | None = None) -> None:
+        self._schemas = avro_frame.WriterSchemas(RegistryClient.of(registry_url, access or RegistryAccess()))
+        self._prefixed: dict[int, bool] = {}
 
     def get(self, schema_id: int) -> tuple[Any, bool]:
-        if schema_id not in self._parsed:
-            text = self._client.get_schema(schema_id).schema_str
-            if text is None:
-                raise ScanError(f"the registry has no schema text for id {schema_id}")
-            schema = json.loads(text)
-            self._parsed[schema_id] = (fastavro.parse_schema(schema), _has_prefix(schema))
-        return self._parsed[schema_id]
+        if schema_id not in self._prefixed:
+            try:
+                self._prefixed[schema_id] = _has_prefix(self._schemas.raw(schema_id))
+            except (avro_frame.FrameError, RegistryClientError) as exc:
+                raise ScanError(f"writer schema {schema_id}: {exc}") from None
+        return self._schemas.parsed(schema_id), self._prefixed[schema_id]
 
 
 def _has_prefix(schema: Any) -> bool:
@@ -96,12 +93,13 @@ def read_prefix(body: bytes) -> tuple[str, str, int]:
 
 def identity(value: bytes, schemas: WriterSchemas) -> tuple[str, str, int]:
     """(event_id, producer_id, seq) of a Confluent-framed event value."""
-    if len(value) < 5 or value[0] != 0:
-        raise ScanError(f"value is not Confluent-framed (first byte {value[:1]!r})")
-    parsed, prefixed = schemas.get(int.from_bytes(value[1:5], "big"))
-    if prefixed:
-        return read_prefix(value[5:])
-    record = fastavro.schemaless_reader(io.BytesIO(value[5:]), parsed, None)
+    try:
+        parsed, prefixed = schemas.get(avro_frame.schema_id_of(value))
+        if prefixed:
+            return read_prefix(value[avro_frame.HEADER_BYTES:])
+        record = avro_frame.read_body(value[avro_frame.HEADER_BYTES:], parsed)
+    except avro_frame.FrameError as exc:
+        raise ScanError(str(exc)) from None
     if not isinstance(record, dict):
         raise ScanError("an event value decoded to something other than a record")
     return str(record["event_id"]), str(record["producer_id"]), int(record["seq"])
@@ -115,43 +113,21 @@ def _header(headers: Any, name: str) -> str:
 
 
 def scan(bootstrap: str, topic: str, registry_url: str, *, since_ms: int, producers: Container[str],
-         timeout_s: float = 300.0) -> Iterator[Found]:
+         timeout_s: float = 300.0, security: KafkaSecurity | None = None,
+         access: RegistryAccess | None = None) -> Iterator[Found]:
     """Every committed record of `producers` written at or after `since_ms`, up to the topic's current end."""
-    schemas = WriterSchemas(registry_url)
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"headwater-reconcile-{uuid.uuid4()}",
-        "enable.auto.commit": False, "isolation.level": "read_committed", "enable.partition.eof": True,
-        "auto.offset.reset": "earliest",
-    })
+    schemas = WriterSchemas(registry_url, access)
     try:
-        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if meta is None or meta.error is not None:
-            raise ScanError(f"topic {topic} not found on {bootstrap}")
-        wanted = [TopicPartition(topic, p, since_ms) for p in sorted(meta.partitions)]
-        starts = consumer.offsets_for_times(wanted, timeout=10)
-        assign = [tp for tp in starts if tp.offset >= 0]  # -1: nothing written since then
-        if not assign:
-            return
-        consumer.assign(assign)
-        pending = {tp.partition for tp in assign}
-        deadline = time.monotonic() + timeout_s
-        while pending:
-            if time.monotonic() > deadline:
-                raise ScanError(f"partitions {sorted(pending)} of {topic} not read to their end in {timeout_s:g}s")
-            for msg in consumer.consume(num_messages=2000, timeout=1.0):
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(msg.partition() or 0)
-                        continue
-                    raise ScanError(f"reading {topic}: {err}")
-                pending.add(msg.partition() or 0)  # more arrived after an EOF: read on
-                headers = msg.headers()
-                pid = _header(headers, "producer_id")
-                if pid not in producers:
-                    continue
-                value = msg.value() or b""
-                event_id, producer, seq = identity(value, schemas)
-                yield Found(producer, seq, event_id, _header(headers, "event_id"), len(value))
-    finally:
-        consumer.close()
+        # An audit reads through transactions open at its start (a gateway killed mid-transaction holds the last
+        # stable offset until the broker aborts it; what was committed behind it must be counted, not missed).
+        for msg in read_to_end(bootstrap, topic, since_ms=since_ms, timeout_s=timeout_s, security=security,
+                               through_open_transactions=True):
+            headers = msg.headers()
+            pid = _header(headers, "producer_id")
+            if pid not in producers:
+                continue
+            value = msg.value() or b""
+            event_id, producer, seq = identity(value, schemas)
+            yield Found(producer, seq, event_id, _header(headers, "event_id"), len(value))
+    except KafkaReadError as exc:
+        raise ScanError(str(exc)) from None

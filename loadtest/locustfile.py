@@ -136,6 +136,10 @@ class NodeFleet(FastHttpUser):
     network_timeout = 30.0
     connection_timeout = 10.0
     max_retries = 0
+    # An https gateway's certificate is verified, as an SDK does (locust's default skips it): the system store, or
+    # HEADWATER_CA_BUNDLE (stack.env names a secure stack's private CA).
+    insecure = False
+    ssl_context_factory = staticmethod(lambda **_: gevent.ssl.create_default_context(cafile=SETTINGS.ca_bundle or None))
 
     def on_start(self) -> None:
         self.state = _Process.state

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from common.envfile import read_env
+from common.kafka_security import KafkaSecurity
+from common.registry_access import RegistryAccess
 from loadtest.kafka_scan import Found, scan
 from loadtest.nodes import producer_id
 from loadtest.runlog import AckKey, Manifest, read_acks
@@ -112,7 +114,9 @@ def reconcile(run_dir: Path, stack_env: dict[str, str], found: Iterable[Found] |
     if found is None:
         producers = {producer_id(manifest.run_id, i) for i in range(manifest.nodes)}
         found = scan(stack_env["KAFKA_BOOTSTRAP"], stack_env.get("EVENTS_TOPIC", "headwater.events"),
-                     stack_env["REGISTRY_URL"], since_ms=manifest.started_at_ms - CLOCK_MARGIN_MS, producers=producers)
+                     stack_env["REGISTRY_URL"], since_ms=manifest.started_at_ms - CLOCK_MARGIN_MS, producers=producers,
+                     security=KafkaSecurity.from_env(stack_env, "LOADTEST"),
+                     access=RegistryAccess.from_env(stack_env, "LOADTEST"))
     for record in found:
         tally.stored(record)
     return tally.report()

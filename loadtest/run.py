@@ -23,8 +23,7 @@ from pathlib import Path
 
 from common.envfile import read_env
 from loadtest.reconcile import Report, reconcile
-from loadtest.settings import DEFAULT_RUNS_DIR, DEFAULT_STACK_ENV, SHAPES
-from stack.config import REPO_ROOT
+from loadtest.settings import DEFAULT_RUNS_DIR, DEFAULT_STACK_ENV, REPO_ROOT, SHAPES
 
 LOCUSTFILE = REPO_ROOT / "loadtest" / "locustfile.py"
 ACK_NAME = "batch acknowledged (incl. retries)"

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.envfile import read_env
-from stack.config import REPO_ROOT
+from common.envfile import read_env, stack_env_file, state_dir
 
-DEFAULT_STACK_ENV = REPO_ROOT / ".headwater" / "stack.env"
-DEFAULT_RUNS_DIR = REPO_ROOT / ".headwater" / "loadtest"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_STACK_ENV = stack_env_file()
+DEFAULT_RUNS_DIR = state_dir() / "loadtest"
 SHAPES = ("soak", "ramp", "spike", "steps")
 
 
@@ -36,6 +36,14 @@ def _number(env: Mapping[str, str], name: str, default: float, lo: float, hi: fl
     if not (math.isfinite(value) and lo <= value <= hi):
         raise SettingsError(f"{name}={raw} is outside [{lo:g}, {hi:g}]")
     return value
+
+
+def _ca_bundle(env: Mapping[str, str], stack: Mapping[str, str]) -> str:
+    """HEADWATER_CA_BUNDLE (the environment's, else stack.env's: a secure stack's private CA), a readable file."""
+    path = env.get("HEADWATER_CA_BUNDLE") or stack.get("HEADWATER_CA_BUNDLE", "")
+    if path and not os.access(path, os.R_OK):
+        raise SettingsError(f"HEADWATER_CA_BUNDLE={path!r} is not a readable file")
+    return path
 
 
 def _integer(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
@@ -63,6 +71,7 @@ class LoadSettings:
     spawn_rate: float = 50.0        # users started per second by the shapes
     zstd_level: int = 3
     seed: int = 7
+    ca_bundle: str = ""             # a PEM file of CA certificates for an https gateway ("": the system store)
 
     @property
     def interval_s(self) -> float:
@@ -108,6 +117,7 @@ class LoadSettings:
             spawn_rate=_number(env, "HEADWATER_LT_SPAWN_RATE", 50.0, 0.1, 1e6),
             zstd_level=_integer(env, "HEADWATER_LT_ZSTD_LEVEL", 3, 1, 19),
             seed=_integer(env, "HEADWATER_LT_SEED", 7, 0, 2**31),
+            ca_bundle=_ca_bundle(env, stack),
         )
         if settings.users > settings.nodes:
             raise SettingsError(f"HEADWATER_LT_USERS={settings.users} exceeds HEADWATER_LT_NODES={settings.nodes}: "

@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from registry import ops
+from registry.access import USER, AccessPolicy, make_access_middleware
 from registry.canonical import ParsedSchema
 from registry.errors import MalformedRequest, RegistryError, SchemaNotFound, SubjectNotFound, UnprocessableRequest
 from registry.service import Registry
@@ -38,13 +39,14 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         response = await handler(request)
     except RegistryError as exc:
         response = reply(exc.body, exc.status)
+        response.headers.update(exc.headers)
     except web.HTTPException as exc:
         response = reply({"error_code": exc.status, "message": f"HTTP {exc.status} {exc.reason}"}, exc.status)
     except Exception:
         log.exception("unhandled error", extra={"method": request.method, "path": request.path})
         response = reply({"error_code": 50001, "message": "Error in the backend data store"}, 500)
     log.info("request", extra={"method": request.method, "path": request.path_qs, "status": response.status,
-                               "ms": round((time.monotonic() - started) * 1000, 1)})
+                               "user": request.get(USER), "ms": round((time.monotonic() - started) * 1000, 1)})
     return response
 
 
@@ -211,9 +213,16 @@ def routes() -> list[web.RouteDef]:
     ]
 
 
-def make_app(registry: Registry) -> web.Application:
-    """The application; the registry must be started (replayed) by the caller or a cleanup context."""
-    app = web.Application(middlewares=[errors_middleware], client_max_size=4 * 1024 * 1024)
+def make_app(registry: Registry, access: AccessPolicy | None = None) -> web.Application:
+    """The application; the registry must be started (replayed) by the caller or a cleanup context.
+
+    `access` None: no authentication (tests of the API itself); cross-site writes and non-JSON bodies are refused
+    whatever the policy."""
+    def has_versions(subject: str) -> bool:
+        return bool(registry.state.versions(subject, deleted=True))
+
+    middlewares = [errors_middleware, make_access_middleware(access or AccessPolicy(), has_versions)]
+    app = web.Application(middlewares=middlewares, client_max_size=4 * 1024 * 1024)
     app[REGISTRY] = registry
     app.add_routes(routes())
     return app

@@ -15,6 +15,11 @@ class RegistryError(Exception):
     def body(self) -> dict[str, object]:
         return {"error_code": self.code, "message": str(self)}
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """Headers the answer carries besides the body (WWW-Authenticate, Retry-After)."""
+        return {}
+
 
 class SubjectNotFound(RegistryError):
     status, code = 404, 40401

@@ -15,13 +15,14 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_fixed
 
+from common.kafka_security import KafkaSecurity
 from registry.errors import StoreUnavailable
 from registry.schema_log import Apply, Record, WriterFenced
 
@@ -33,11 +34,17 @@ rdkafka_log = logging.getLogger("registry.rdkafka")
 _LEADER_MOVED = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
 
 
+def _leader_moved(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaException) and bool(exc.args) and exc.args[0].code() in _LEADER_MOVED
+
+
 class KafkaLog:
     """Follows partition 0 of `topic` from the beginning; writes through a transactional producer."""
 
-    def __init__(self, bootstrap: str, topic: str, transactional_id: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, topic: str, transactional_id: str, timeout_s: float,
+                 security: KafkaSecurity | None = None) -> None:
         self.bootstrap = bootstrap
+        self.security = security or KafkaSecurity()
         self.topic = topic
         self.transactional_id = transactional_id
         self.timeout_s = timeout_s
@@ -49,8 +56,8 @@ class KafkaLog:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._apply: Apply | None = None
         group = f"headwater-registry-{uuid.uuid4()}"  # never committed: each instance reads everything
-        common = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "logger": rdkafka_log}
+        common = {"bootstrap.servers": bootstrap, **self.security.librdkafka(), "group.id": group,
+                  "enable.auto.commit": False, "logger": rdkafka_log}
         self._consumer = Consumer({**common, "isolation.level": "read_committed", "enable.partition.eof": True,
                                    "auto.offset.reset": "earliest",
                                    # A write waits until its record is read back: do not idle 500 ms per fetch.
@@ -65,8 +72,13 @@ class KafkaLog:
         except KafkaException as exc:
             raise StoreUnavailable(f"cannot reach Kafka at {self.bootstrap}: {exc}") from None
         meta = topics.topics.get(self.topic)
+        if meta is not None and meta.error is not None and meta.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise StoreUnavailable(f"not authorized to read topic {self.topic!r} on {self.bootstrap} "
+                                   "(TOPIC_AUTHORIZATION_FAILED: is this the registry's own principal?)")
         if meta is None or meta.error is not None or 0 not in meta.partitions:
-            raise StoreUnavailable(f"topic {self.topic!r} does not exist on {self.bootstrap} (the stack creates it)")
+            reason = f" ({meta.error.name()})" if meta is not None and meta.error is not None else ""
+            raise StoreUnavailable(f"topic {self.topic!r} does not exist on {self.bootstrap}{reason} "
+                                   "(the stack creates it)")
         self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         self._thread = threading.Thread(target=self._follow, name="schemas-follower", daemon=True)
         self._thread.start()
@@ -120,24 +132,26 @@ class KafkaLog:
         After a leader change (a broker of a cluster restarted or killed) the first query may reach the old leader
         and get NOT_LEADER; the client refreshes its metadata meanwhile, so the query is retried within the timeout.
         """
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                _, high = await asyncio.to_thread(self._meta.get_watermark_offsets, TopicPartition(self.topic, 0),
-                                                  self.timeout_s, False)
-                break
-            except KafkaException as exc:
-                if exc.args[0].code() not in _LEADER_MOVED or time.monotonic() > deadline:
-                    raise StoreUnavailable(f"{self.topic}: {exc}") from None
-                await asyncio.sleep(0.2)
-                with contextlib.suppress(KafkaException):  # refresh the leaders now rather than on librdkafka's timer
-                    await asyncio.to_thread(self._meta.list_topics, self.topic, 5.0)
+        async def refresh_leaders(_: RetryCallState) -> None:  # now, rather than on librdkafka's metadata timer
+            with contextlib.suppress(KafkaException):
+                await asyncio.to_thread(self._meta.list_topics, self.topic, 5.0)
+
+        try:
+            async for attempt in AsyncRetrying(stop=stop_after_delay(self.timeout_s), wait=wait_fixed(0.2),
+                                               retry=retry_if_exception(_leader_moved), before_sleep=refresh_leaders,
+                                               reraise=True):
+                with attempt:
+                    _, high = await asyncio.to_thread(self._meta.get_watermark_offsets,
+                                                      TopicPartition(self.topic, 0), self.timeout_s, False)
+        except KafkaException as exc:
+            raise StoreUnavailable(f"{self.topic}: {exc}") from None
         await self._wait_position(int(high))
 
     async def acquire_writer(self) -> None:
         if self._producer is None:
             producer = Producer({
-                "bootstrap.servers": self.bootstrap, "transactional.id": self.transactional_id,
+                "bootstrap.servers": self.bootstrap, **self.security.librdkafka(),
+                "transactional.id": self.transactional_id,
                 "enable.idempotence": True, "acks": "all", "linger.ms": 0,
                 "transaction.timeout.ms": int(self.timeout_s * 1000), "logger": rdkafka_log,
             })

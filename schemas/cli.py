@@ -1,22 +1,24 @@
 """The schema-evolution command line: `python -m schemas register|check|list|diff` against REGISTRY_URL.
 
 REGISTRY_URL comes from `--registry`, else the environment, else the running stack's `stack.env`
-(`$HEADWATER_STATE_DIR/stack.env`, default `.headwater/stack.env`). Exit status: 0 fine, 1 incompatible or
-a registry error, 2 bad usage or input.
+(`$HEADWATER_STATE_DIR/stack.env`, default `.headwater/stack.env`); so do the credentials
+(`REGISTRY_BASIC_AUTH_USER_INFO_FILE`, `REGISTRY_SSL_CA_LOCATION`, per-tool `HEADWATER_SCHEMAS_...` first:
+common/registry_access.py). Exit status: 0 fine, 1 incompatible or a registry error, 2 bad usage or input.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from common.envfile import read_env
+from common.basic_auth import AuthConfigError
+from common.envfile import stack_env_file, stack_settings
+from common.registry_access import RegistryAccess
 from common.registry_client import RegistryClient, RegistryClientError
-from schemas.catalog import NAMESPACE, SCHEMAS_DIR, CatalogError, load_catalog
+from schemas.catalog import NAMESPACE, CatalogError, load_catalog
 from schemas.diff import diff
 from schemas.register import register_catalog
 
@@ -25,18 +27,28 @@ class UsageError(ValueError):
     """Bad arguments or input files; exit status 2."""
 
 
+def _settings() -> tuple[dict[str, str], Path]:
+    """The environment over the running stack's stack.env (when it exists), and that file's path."""
+    env_file = stack_env_file()
+    return stack_settings(env_file), env_file
+
+
 def registry_url(explicit: str | None) -> str:
     if explicit:
         return explicit
-    if os.environ.get("REGISTRY_URL"):
-        return os.environ["REGISTRY_URL"]
-    state = Path(os.environ.get("HEADWATER_STATE_DIR") or SCHEMAS_DIR.parent / ".headwater")
-    env_file = state / "stack.env"
-    if env_file.exists():
-        url = read_env(env_file).get("REGISTRY_URL")
-        if url:
-            return url
+    env, env_file = _settings()
+    if env.get("REGISTRY_URL"):
+        return env["REGISTRY_URL"]
     raise UsageError(f"no registry: pass --registry, set REGISTRY_URL, or start the stack ({env_file} has none)")
+
+
+def registry_client(explicit: str | None) -> RegistryClient:
+    """A client of the registry with this tool's credentials."""
+    try:
+        access = RegistryAccess.from_env(_settings()[0], "SCHEMAS")
+    except AuthConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return RegistryClient.of(registry_url(explicit), access)
 
 
 def subject_of(schema: Any) -> str:
@@ -56,7 +68,7 @@ def read_schema(path: str) -> tuple[str, Any]:
 
 
 def cmd_register(args: argparse.Namespace, out: Any) -> int:
-    client = RegistryClient(registry_url(args.registry))
+    client = registry_client(args.registry)
     bad = 0
     for r in register_catalog(client, load_catalog()):
         note = "" if r.registry_version == r.file_version else "  <- registry version differs from the file's"
@@ -69,7 +81,7 @@ def cmd_register(args: argparse.Namespace, out: Any) -> int:
 def cmd_check(args: argparse.Namespace, out: Any) -> int:
     text, schema = read_schema(args.file)
     subject = args.subject or subject_of(schema)
-    client = RegistryClient(registry_url(args.registry))
+    client = registry_client(args.registry)
     ok, messages = client.check(subject, text)
     level = client.compatibility(subject)
     if ok:
@@ -82,7 +94,7 @@ def cmd_check(args: argparse.Namespace, out: Any) -> int:
 
 
 def cmd_list(args: argparse.Namespace, out: Any) -> int:
-    client = RegistryClient(registry_url(args.registry))
+    client = registry_client(args.registry)
     for subject in client.subjects():
         latest = client.version(subject, "latest")
         print(f"{subject}  [{client.compatibility(subject)}]  versions {client.versions(subject)}  "
@@ -98,6 +110,9 @@ def cmd_diff(args: argparse.Namespace, out: Any) -> int:
             raise UsageError(f"unknown event type {event_type!r}")
         try:
             old, new = et.schema(int(old_v.lstrip("v"))), et.schema(int(new_v.lstrip("v")))
+        except CatalogError as exc:  # before ValueError, which it is
+            raise UsageError(f"{exc}: a version not in schemas/catalog.json yet is diffed by its file, e.g. "
+                             f"`diff {et.versions[-1]} <new file>`") from None
         except ValueError:
             raise UsageError("versions are numbers, e.g. `diff page_view 1 2`") from None
     elif len(args.what) == 2:

@@ -7,16 +7,16 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Client sends events to a Headwater gateway; every method is safe for concurrent use.
 type Client struct {
-	cfg    Config
-	p      *pipeline
-	closed atomic.Bool
-	once   sync.Once
-	result error
+	cfg      Config
+	p        *pipeline
+	closed   atomic.Bool
+	once     sync.Once
+	result   error
+	reporter *reporter // the default OnError; nil when the application set one
 }
 
 // Tracked is what Track assigned to an accepted event.
@@ -55,13 +55,15 @@ func NewFromConfig(cfg Config) (*Client, error) {
 	if len(cfg.Context) > 0 {
 		cfg.Context = copyMap(cfg.Context)
 	}
+	c := &Client{}
 	if cfg.OnError == nil {
-		cfg.OnError = (&logLimiter{}).log
+		c.reporter = newReporter()
+		cfg.OnError = c.reporter.report
 	}
 	if onDelivery := cfg.OnDelivery; onDelivery != nil {
 		cfg.OnDelivery = func(r DeliveryReport) { callSafely(func() { onDelivery(r) }) }
 	}
-	c := &Client{cfg: cfg}
+	c.cfg = cfg
 	p, err := newPipeline(&c.cfg)
 	if err != nil {
 		return nil, err
@@ -119,11 +121,18 @@ func (c *Client) TrackEvent(eventType string, properties map[string]any, opts ..
 	return Tracked{Seq: seq, EventID: eventID}, nil
 }
 
-// Flush sends everything accepted so far and waits until each event is acknowledged, rejected or dropped;
-// it returns an error wrapping ctx.Err() when ctx ends first.
+// Flush sends everything accepted so far and waits until each event is acknowledged, rejected or dropped. It
+// returns an error wrapping ctx.Err() when ctx ends first, and an error wrapping ErrDropped when an accepted event
+// was rejected or dropped since the previous Flush (or since the start): nil means everything flushed was
+// accepted by the gateway.
 func (c *Client) Flush(ctx context.Context) error {
-	if !c.p.flush(ctx) {
+	settled := c.p.flush(ctx)
+	lost := c.p.counters.lossSinceLastCheck()
+	switch {
+	case !settled:
 		return fmt.Errorf("headwater: flush: events still pending: %w", ctx.Err())
+	case lost > 0:
+		return fmt.Errorf("headwater: flush: %d event(s) rejected or dropped since the previous flush: %w", lost, ErrDropped)
 	}
 	return nil
 }
@@ -140,6 +149,9 @@ func (c *Client) Close(ctx context.Context) error {
 			defer cancel()
 		}
 		settled := c.p.shutdown(ctx)
+		if c.reporter != nil {
+			c.reporter.close()
+		}
 		_, accepted, _ := c.p.queue.stats() // after shutdown: includes a Track that raced with Close
 		m := c.p.counters.snapshot()
 		switch target := accepted + c.p.recovered; {
@@ -155,27 +167,6 @@ func (c *Client) Close(ctx context.Context) error {
 
 // Metrics returns a snapshot of the delivery counters.
 func (c *Client) Metrics() Metrics { return c.p.metrics() }
-
-// logLimiter is the default OnError: a log line per second at most, with the count of the others.
-type logLimiter struct {
-	mu         sync.Mutex
-	last       time.Time
-	suppressed int
-}
-
-func (l *logLimiter) log(err error) {
-	l.mu.Lock()
-	now := time.Now()
-	if now.Sub(l.last) < time.Second {
-		l.suppressed++
-		l.mu.Unlock()
-		return
-	}
-	suppressed := l.suppressed
-	l.last, l.suppressed = now, 0
-	l.mu.Unlock()
-	slog.Warn("headwater: delivery problem (set OnError to handle each one)", "error", err, "not_logged_before", suppressed)
-}
 
 func callSafely(f func()) {
 	defer func() {

@@ -10,15 +10,7 @@ import (
 	"time"
 )
 
-// Choices of the string options.
-var (
-	queuePolicies        = []string{"drop_newest", "drop_oldest", "block", "spill"}
-	spoolOverflowChoices = []string{"backpressure", "drop_oldest"}
-	fsyncChoices         = []string{"always", "never"}
-	compressionChoices   = []string{"zstd", "gzip", "identity"}
-	wireFormats          = []string{"json", "avro"}
-	urlPattern           = regexp.MustCompile(`^https?://[^/\s]+`)
-)
+var urlPattern = regexp.MustCompile(`^https?://[^/\s]+`)
 
 // GatewayMaxEvents is the gateway's limit of events per batch (protocol.md section 5).
 const GatewayMaxEvents = 40
@@ -29,28 +21,30 @@ type Config struct {
 	Endpoint          string        // HEADWATER_ENDPOINT (alias GATEWAY_URL)
 	WriteKey          string        // HEADWATER_WRITE_KEY
 	SpoolDir          string        // HEADWATER_SPOOL_DIR; "" keeps pending batches in memory
-	WireFormat        string        // HEADWATER_WIRE_FORMAT: json (default) or avro (the fast path)
+	WireFormat        WireFormat    // HEADWATER_WIRE_FORMAT: json (default) or avro (the fast path)
 	RegistryURL       string        // HEADWATER_REGISTRY_URL (alias REGISTRY_URL), needed by avro
 	SchemaRefresh     time.Duration // HEADWATER_SCHEMA_REFRESH_S, default 300 s
-	Compression       string        // HEADWATER_COMPRESSION: zstd (default), gzip, identity
+	Compression       Compression   // HEADWATER_COMPRESSION: zstd (default), gzip, identity
 	MaxBatchEvents    int           // HEADWATER_MAX_BATCH_EVENTS, 1..40, default 40
 	MaxBatchBytes     int           // HEADWATER_MAX_BATCH_BYTES, default 512 KiB
 	MaxEventBytes     int           // HEADWATER_MAX_EVENT_BYTES, default 64 KiB
 	Linger            time.Duration // HEADWATER_LINGER_S, default 50 ms
 	MaxQueueEvents    int           // HEADWATER_MAX_QUEUE_EVENTS, default 10,000
-	QueuePolicy       string        // HEADWATER_QUEUE_POLICY: drop_newest (default), drop_oldest, block, spill
+	QueuePolicy       QueuePolicy   // HEADWATER_QUEUE_POLICY: drop_newest (default), drop_oldest, block, spill
 	BlockTimeout      time.Duration // HEADWATER_BLOCK_TIMEOUT_S, default 100 ms (policy block)
 	MaxPendingBatches int           // HEADWATER_MAX_PENDING_BATCHES, default 1,000 (memory store)
 	SpoolMaxBytes     int64         // HEADWATER_SPOOL_MAX_BYTES, default 256 MiB
-	SpoolOverflow     string        // HEADWATER_SPOOL_OVERFLOW: backpressure (default), drop_oldest
-	SpoolFsync        string        // HEADWATER_SPOOL_FSYNC: always (default), never
+	SpoolOverflow     SpoolOverflow // HEADWATER_SPOOL_OVERFLOW: backpressure (default), drop_oldest
+	SpoolFsync        SpoolFsync    // HEADWATER_SPOOL_FSYNC: always (default), never
 	RequestTimeout    time.Duration // HEADWATER_REQUEST_TIMEOUT_S, default 10 s
 	RetryDeadline     time.Duration // HEADWATER_RETRY_DEADLINE_S, default 300 s
 	RetryBase         time.Duration // HEADWATER_RETRY_BASE_S, default 0.5 s
 	RetryMax          time.Duration // HEADWATER_RETRY_MAX_S, default 30 s
+	RetryRefusedMax   time.Duration // HEADWATER_RETRY_REFUSED_MAX_S, default 2 s: backoff cap after a refused connection and while Close waits
 	ConnectionMaxAge  time.Duration // HEADWATER_CONNECTION_MAX_AGE_S, default 300 s (+-10 % jitter)
 	ExitTimeout       time.Duration // HEADWATER_EXIT_TIMEOUT_S, default 5 s: Close's bound when ctx has no deadline
-	MaxInFlight       int           // HEADWATER_MAX_IN_FLIGHT, default 4 concurrent requests
+	MaxInFlight       int           // HEADWATER_MAX_IN_FLIGHT, default 16: the ceiling of the adaptive in-flight limit
+	CABundle          string        // HEADWATER_CA_BUNDLE: a PEM file of CAs trusted instead of the system's (https)
 	NodeID            string        // HEADWATER_NODE_ID, default the host name
 	Context           map[string]string
 	OnDelivery        func(DeliveryReport)
@@ -70,7 +64,8 @@ func DefaultConfig() Config {
 		BlockTimeout: 100 * time.Millisecond, MaxPendingBatches: 1_000, SpoolMaxBytes: 256 << 20,
 		SpoolOverflow: "backpressure", SpoolFsync: "always", RequestTimeout: 10 * time.Second,
 		RetryDeadline: 300 * time.Second, RetryBase: 500 * time.Millisecond, RetryMax: 30 * time.Second,
-		ConnectionMaxAge: 300 * time.Second, ExitTimeout: 5 * time.Second, MaxInFlight: 4, NodeID: host,
+		RetryRefusedMax: 2 * time.Second, ConnectionMaxAge: 300 * time.Second, ExitTimeout: 5 * time.Second,
+		MaxInFlight: 16, NodeID: host,
 	}
 }
 
@@ -102,24 +97,24 @@ func durVar(f func(*Config) *time.Duration) func(*Config, string, string) error 
 	}
 }
 
-func strVar(f func(*Config) *string) func(*Config, string, string) error {
-	return func(c *Config, raw, _ string) error { *f(c) = raw; return nil }
+func strVar[T ~string](f func(*Config) *T) func(*Config, string, string) error {
+	return func(c *Config, raw, _ string) error { *f(c) = T(raw); return nil }
 }
 
 var envFields = []envField{
 	{[]string{"HEADWATER_ENDPOINT", "GATEWAY_URL"}, strVar(func(c *Config) *string { return &c.Endpoint })},
 	{[]string{"HEADWATER_WRITE_KEY"}, strVar(func(c *Config) *string { return &c.WriteKey })},
 	{[]string{"HEADWATER_SPOOL_DIR"}, strVar(func(c *Config) *string { return &c.SpoolDir })},
-	{[]string{"HEADWATER_WIRE_FORMAT"}, strVar(func(c *Config) *string { return &c.WireFormat })},
+	{[]string{"HEADWATER_WIRE_FORMAT"}, strVar(func(c *Config) *WireFormat { return &c.WireFormat })},
 	{[]string{"HEADWATER_REGISTRY_URL", "REGISTRY_URL"}, strVar(func(c *Config) *string { return &c.RegistryURL })},
 	{[]string{"HEADWATER_SCHEMA_REFRESH_S"}, durVar(func(c *Config) *time.Duration { return &c.SchemaRefresh })},
-	{[]string{"HEADWATER_COMPRESSION"}, strVar(func(c *Config) *string { return &c.Compression })},
+	{[]string{"HEADWATER_COMPRESSION"}, strVar(func(c *Config) *Compression { return &c.Compression })},
 	{[]string{"HEADWATER_MAX_BATCH_EVENTS"}, intVar(func(c *Config) *int { return &c.MaxBatchEvents })},
 	{[]string{"HEADWATER_MAX_BATCH_BYTES"}, intVar(func(c *Config) *int { return &c.MaxBatchBytes })},
 	{[]string{"HEADWATER_MAX_EVENT_BYTES"}, intVar(func(c *Config) *int { return &c.MaxEventBytes })},
 	{[]string{"HEADWATER_LINGER_S"}, durVar(func(c *Config) *time.Duration { return &c.Linger })},
 	{[]string{"HEADWATER_MAX_QUEUE_EVENTS"}, intVar(func(c *Config) *int { return &c.MaxQueueEvents })},
-	{[]string{"HEADWATER_QUEUE_POLICY"}, strVar(func(c *Config) *string { return &c.QueuePolicy })},
+	{[]string{"HEADWATER_QUEUE_POLICY"}, strVar(func(c *Config) *QueuePolicy { return &c.QueuePolicy })},
 	{[]string{"HEADWATER_BLOCK_TIMEOUT_S"}, durVar(func(c *Config) *time.Duration { return &c.BlockTimeout })},
 	{[]string{"HEADWATER_MAX_PENDING_BATCHES"}, intVar(func(c *Config) *int { return &c.MaxPendingBatches })},
 	{[]string{"HEADWATER_SPOOL_MAX_BYTES"}, func(c *Config, raw, name string) error {
@@ -130,12 +125,14 @@ var envFields = []envField{
 		c.SpoolMaxBytes = v
 		return nil
 	}},
-	{[]string{"HEADWATER_SPOOL_OVERFLOW"}, strVar(func(c *Config) *string { return &c.SpoolOverflow })},
-	{[]string{"HEADWATER_SPOOL_FSYNC"}, strVar(func(c *Config) *string { return &c.SpoolFsync })},
+	{[]string{"HEADWATER_SPOOL_OVERFLOW"}, strVar(func(c *Config) *SpoolOverflow { return &c.SpoolOverflow })},
+	{[]string{"HEADWATER_SPOOL_FSYNC"}, strVar(func(c *Config) *SpoolFsync { return &c.SpoolFsync })},
 	{[]string{"HEADWATER_REQUEST_TIMEOUT_S"}, durVar(func(c *Config) *time.Duration { return &c.RequestTimeout })},
 	{[]string{"HEADWATER_RETRY_DEADLINE_S"}, durVar(func(c *Config) *time.Duration { return &c.RetryDeadline })},
 	{[]string{"HEADWATER_RETRY_BASE_S"}, durVar(func(c *Config) *time.Duration { return &c.RetryBase })},
 	{[]string{"HEADWATER_RETRY_MAX_S"}, durVar(func(c *Config) *time.Duration { return &c.RetryMax })},
+	{[]string{"HEADWATER_RETRY_REFUSED_MAX_S"}, durVar(func(c *Config) *time.Duration { return &c.RetryRefusedMax })},
+	{[]string{"HEADWATER_CA_BUNDLE"}, strVar(func(c *Config) *string { return &c.CABundle })},
 	{[]string{"HEADWATER_CONNECTION_MAX_AGE_S"}, durVar(func(c *Config) *time.Duration { return &c.ConnectionMaxAge })},
 	{[]string{"HEADWATER_EXIT_TIMEOUT_S"}, durVar(func(c *Config) *time.Duration { return &c.ExitTimeout })},
 	{[]string{"HEADWATER_MAX_IN_FLIGHT"}, intVar(func(c *Config) *int { return &c.MaxInFlight })},
@@ -190,6 +187,7 @@ func (c *Config) Validate() error {
 		durBetween("RetryDeadline", "HEADWATER_RETRY_DEADLINE_S", c.RetryDeadline, time.Millisecond),
 		durBetween("RetryBase", "HEADWATER_RETRY_BASE_S", c.RetryBase, time.Millisecond),
 		durBetween("RetryMax", "HEADWATER_RETRY_MAX_S", c.RetryMax, time.Millisecond),
+		durBetween("RetryRefusedMax", "HEADWATER_RETRY_REFUSED_MAX_S", c.RetryRefusedMax, time.Millisecond),
 		durBetween("ConnectionMaxAge", "HEADWATER_CONNECTION_MAX_AGE_S", c.ConnectionMaxAge, time.Millisecond),
 	}
 	for _, err := range checks {
@@ -212,13 +210,15 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func choice(name, env, value string, choices []string) error {
-	for _, c := range choices {
+func choice[T ~string](name, env string, value T, choices []T) error {
+	names := make([]string, len(choices))
+	for i, c := range choices {
 		if value == c {
 			return nil
 		}
+		names[i] = string(c)
 	}
-	return &ConfigError{fmt.Sprintf("%s (%s) must be one of %s, got %q", name, env, strings.Join(choices, ", "), value)}
+	return &ConfigError{fmt.Sprintf("%s (%s) must be one of %s, got %q", name, env, strings.Join(names, ", "), value)}
 }
 
 func between(name, env string, value, low, high int64) error {

@@ -86,7 +86,7 @@ func (e *EventsDroppedError) Is(target error) bool {
 	return false
 }
 
-// BatchRejectedError: the gateway refused a whole batch with a non-retryable status; it is not resent.
+// BatchRejectedError means the gateway refused a whole batch with a non-retryable status; it is not resent.
 type BatchRejectedError struct {
 	BatchID string
 	Status  int
@@ -99,7 +99,7 @@ func (e *BatchRejectedError) Error() string {
 	return fmt.Sprintf("headwater: batch %s (%d events) refused: HTTP %d %s: %s", e.BatchID, e.Count, e.Status, e.Code, e.Message)
 }
 
-// EventRejectedError: the gateway rejected one event of a batch (listed in "rejected"); it is not resent.
+// EventRejectedError means the gateway rejected one event of a batch (listed in "rejected"); it is not resent.
 type EventRejectedError struct {
 	BatchID string
 	EventID string
@@ -116,6 +116,7 @@ func (e *EventRejectedError) Error() string {
 type TransportError struct {
 	Status     int
 	RetryAfter float64 // seconds; negative when the server gave none
+	Refused    bool    // no connection could be made (nothing listens): the gateway did no work
 	Msg        string
 	Err        error
 }

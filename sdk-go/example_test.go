@@ -9,7 +9,7 @@ import (
 	"net/http/httptest"
 	"time"
 
-	headwater "github.com/headwater-dev/headwater-go"
+	headwater "github.com/headwater-dev/headwater/sdk-go"
 )
 
 func Example() {
@@ -43,4 +43,22 @@ func Example() {
 	// seq 1
 	// seq 2
 	// acknowledged 3
+}
+
+// ExampleMemoryTransport: in your own tests, a fake transport records what the client would send.
+func ExampleMemoryTransport() {
+	fake := &headwater.MemoryTransport{} // answers 200, every event accepted
+	client, err := headwater.New("http://gateway.test", "test-key", headwater.WithTransport(fake))
+	if err != nil {
+		panic(err)
+	}
+	_ = client.Track("server_metric", map[string]any{"host": "h", "service": "s", "metric": "m",
+		"kind": "counter", "value": 1.0, "unit": "1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := client.Close(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println(len(fake.Requests()), fake.Requests()[0].URL)
+	// Output: 1 http://gateway.test/v1/batch
 }

@@ -1,4 +1,4 @@
-module github.com/headwater-dev/headwater-go
+module github.com/headwater-dev/headwater/sdk-go
 
 go 1.22
 

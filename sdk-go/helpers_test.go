@@ -4,6 +4,7 @@ package headwater
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -100,6 +101,14 @@ func mustFlush(t *testing.T, c *Client) {
 	t.Helper()
 	if err := c.Flush(ctxTimeout(t, 30*time.Second)); err != nil {
 		t.Fatalf("flush: %v (metrics %+v)", err, c.Metrics())
+	}
+}
+
+// mustSettleWithLoss flushes a client that lost events on purpose: Flush must settle and say so (ErrDropped).
+func mustSettleWithLoss(t *testing.T, c *Client) {
+	t.Helper()
+	if err := c.Flush(ctxTimeout(t, 30*time.Second)); !errors.Is(err, ErrDropped) {
+		t.Fatalf("flush: want ErrDropped, got %v (metrics %+v)", err, c.Metrics())
 	}
 }
 

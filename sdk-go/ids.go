@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// splitNamespace is the UUIDv5 namespace of split batch ids (DECISIONS 2).
+// splitNamespace is the UUIDv5 namespace of split batch ids (protocol.md §4, splitting on 413).
 var splitNamespace = [16]byte{0x6f, 0x1f, 0x0c, 0x2e, 0x9a, 0x10, 0x4b, 0x59, 0x8d, 0x55, 0x2f, 0x6f, 0x1d, 0x1b, 0x9a, 0x10}
 
 // uuid7 is an RFC 9562 UUIDv7: 48-bit millisecond time, version 7, variant 10, 74 random bits.

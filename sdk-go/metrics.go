@@ -13,7 +13,8 @@ import (
 // batches handed to a sender (a batch sent again after its retry deadline counts again). Acknowledged: events
 // the gateway accepted. Rejected: events the gateway rejected (listed in a 200/422). Dropped: events dropped,
 // by reason (refused batches count as refused_http_<status>). Retries: retried requests. PendingBatches /
-// PendingEvents: sealed, not yet answered. SpoolBytes: bytes held by pending batches.
+// PendingEvents: sealed, not yet answered. SpoolBytes: bytes held by pending batches. InFlightLimit: the adaptive
+// in-flight window now (protocol.md §6.2), between 1 and MaxInFlight.
 type Metrics struct {
 	Queued         int
 	Enqueued       int64
@@ -26,6 +27,7 @@ type Metrics struct {
 	PendingBatches int
 	PendingEvents  int
 	SpoolBytes     int64
+	InFlightLimit  int
 }
 
 // DroppedTotal is the events dropped for any reason.
@@ -46,6 +48,8 @@ type counters struct {
 	retries      int64
 	batchesSent  int64
 	settled      int64
+	lostMark     int64 // accepted events lost (rejected or dropped) at the previous lossSinceLastCheck
+	lost         int64 // accepted events rejected or dropped so far
 	dropped      map[string]int64
 	changed      broadcast
 }
@@ -76,6 +80,7 @@ func (c *counters) settle(acknowledged, rejected int, reason string, dropped int
 	}
 	if accepted {
 		c.settled += int64(acknowledged + rejected + dropped)
+		c.lost += int64(rejected + dropped)
 		c.changed.notify()
 	}
 	c.mu.Unlock()
@@ -97,6 +102,15 @@ func (c *counters) waitSettled(ctx context.Context, target int64) bool {
 			return false
 		}
 	}
+}
+
+// lossSinceLastCheck is the accepted events rejected or dropped since the previous call (or the start).
+func (c *counters) lossSinceLastCheck() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.lost - c.lostMark
+	c.lostMark = c.lost
+	return n
 }
 
 func (c *counters) snapshot() Metrics {

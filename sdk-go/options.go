@@ -14,11 +14,11 @@ func WithSpoolDir(dir string) Option { return func(c *Config) { c.SpoolDir = dir
 
 // WithAvro sends the Avro fast path (protocol.md section 3) with schemas from the registry at registryURL.
 func WithAvro(registryURL string) Option {
-	return func(c *Config) { c.WireFormat, c.RegistryURL = "avro", registryURL }
+	return func(c *Config) { c.WireFormat, c.RegistryURL = WireAvro, registryURL }
 }
 
 // WithCompression sets the body encoding: "zstd" (default), "gzip" or "identity".
-func WithCompression(enc string) Option { return func(c *Config) { c.Compression = enc } }
+func WithCompression(enc Compression) Option { return func(c *Config) { c.Compression = enc } }
 
 // WithBatching sets the events per batch (<= 40), the bytes per batch body and the linger time.
 func WithBatching(maxEvents, maxBytes int, linger time.Duration) Option {
@@ -32,7 +32,7 @@ func WithLinger(d time.Duration) Option { return func(c *Config) { c.Linger = d 
 func WithMaxEventBytes(n int) Option { return func(c *Config) { c.MaxEventBytes = n } }
 
 // WithQueue sets the in-memory queue's bound and its full-queue policy (drop_newest, drop_oldest, block, spill).
-func WithQueue(maxEvents int, policy string) Option {
+func WithQueue(maxEvents int, policy QueuePolicy) Option {
 	return func(c *Config) { c.MaxQueueEvents, c.QueuePolicy = maxEvents, policy }
 }
 
@@ -43,7 +43,7 @@ func WithBlockTimeout(d time.Duration) Option { return func(c *Config) { c.Block
 func WithMaxPendingBatches(n int) Option { return func(c *Config) { c.MaxPendingBatches = n } }
 
 // WithSpoolLimits sets the spool's byte bound, its overflow policy and its fsync policy.
-func WithSpoolLimits(maxBytes int64, overflow, fsync string) Option {
+func WithSpoolLimits(maxBytes int64, overflow SpoolOverflow, fsync SpoolFsync) Option {
 	return func(c *Config) { c.SpoolMaxBytes, c.SpoolOverflow, c.SpoolFsync = maxBytes, overflow, fsync }
 }
 
@@ -61,8 +61,14 @@ func WithConnectionMaxAge(d time.Duration) Option { return func(c *Config) { c.C
 // WithExitTimeout bounds Close when its context has no deadline.
 func WithExitTimeout(d time.Duration) Option { return func(c *Config) { c.ExitTimeout = d } }
 
-// WithMaxInFlight sets how many requests are sent concurrently.
+// WithRetryRefusedMax caps a backoff after a refused connection, and every backoff while Close waits.
+func WithRetryRefusedMax(d time.Duration) Option { return func(c *Config) { c.RetryRefusedMax = d } }
+
+// WithMaxInFlight sets the ceiling of the adaptive in-flight limit (1..64, default 16).
 func WithMaxInFlight(n int) Option { return func(c *Config) { c.MaxInFlight = n } }
+
+// WithCABundle trusts the CA certificates of a PEM file instead of the system's (https endpoints).
+func WithCABundle(path string) Option { return func(c *Config) { c.CABundle = path } }
 
 // WithNodeID sets the node_id of every event (default: the host name).
 func WithNodeID(id string) Option { return func(c *Config) { c.NodeID = id } }

@@ -3,6 +3,7 @@ package headwater
 
 import (
 	"context"
+	"crypto/x509"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,7 +11,8 @@ import (
 
 // pipeline owns the goroutines: one batcher drains the queue into sealed batches (woken through a channel,
 // never polling) and stores them, so events reach the spool even while every sender is retrying; MaxInFlight
-// senders each take the oldest idle pending batch and deliver it.
+// senders each take the oldest idle pending batch and deliver it, each request inside the adaptive in-flight
+// window (limit.go) and the client's gate (gate.go).
 type pipeline struct {
 	cfg       *Config
 	counters  *counters
@@ -36,6 +38,13 @@ type pipeline struct {
 }
 
 func newPipeline(cfg *Config) (*pipeline, error) {
+	var roots *x509.CertPool // the CABundle's CAs; nil: the system's trust store
+	if cfg.CABundle != "" && cfg.Transport == nil {
+		var err error
+		if roots, err = LoadCABundle(cfg.CABundle); err != nil {
+			return nil, err
+		}
+	}
 	p := &pipeline{cfg: cfg, counters: newCounters(), stopping: make(chan struct{}), batcherDone: make(chan struct{}),
 		batcher: newBatcher(cfg.MaxBatchEvents, cfg.MaxBatchBytes)}
 	producerID, nextSeq := newProducerID(), int64(0)
@@ -63,7 +72,7 @@ func newPipeline(cfg *Config) (*pipeline, error) {
 	p.queue = newEventQueue(cfg.MaxQueueEvents, cfg.QueuePolicy, cfg.BlockTimeout, cfg.MaxBatchEvents, nextSeq, reserve)
 	p.tr = cfg.Transport
 	if p.tr == nil {
-		p.tr = NewHTTPTransport(cfg.ConnectionMaxAge, cfg.MaxInFlight)
+		p.tr = NewHTTPTransportWithCAs(cfg.ConnectionMaxAge, cfg.MaxInFlight, roots)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.sender = newSender(p.ctx, cfg, p.tr, p.counters, p.report, p.spool != nil)
@@ -199,11 +208,9 @@ func (p *pipeline) sendLoop() {
 			p.store.ack(b)
 		case actSplit:
 			p.store.replace(b, parts)
-		case actRelease:
+		case actRelease: // stopped, or past its deadline with a spool: the gate paces the next attempt
 			p.store.release(b)
-			select { // the gateway is away: pause before taking the next batch
-			case <-time.After(p.cfg.RetryMax):
-			case <-p.ctx.Done():
+			if p.ctx.Err() != nil {
 				return
 			}
 		}
@@ -220,6 +227,7 @@ func (p *pipeline) flush(ctx context.Context) bool {
 
 // shutdown flushes within ctx, then stops every goroutine; true if every accepted event was settled.
 func (p *pipeline) shutdown(ctx context.Context) bool {
+	p.sender.gate.wake(true) // every batch waiting in backoff is sent again now (protocol.md §6.3)
 	settled := p.flush(ctx)
 	next := p.queue.close()
 	close(p.stopping)
@@ -250,6 +258,7 @@ func (p *pipeline) metrics() Metrics {
 	_, open := p.openDeadline()
 	m.Queued, m.Enqueued = queued+open, accepted
 	m.PendingBatches, m.PendingEvents, m.SpoolBytes = p.store.stats()
+	m.InFlightLimit, _ = p.sender.window.size()
 	return m
 }
 

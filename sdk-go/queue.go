@@ -46,7 +46,7 @@ type eventQueue struct {
 	items        []pending
 	head         int
 	max          int
-	policy       string
+	policy       QueuePolicy
 	blockTimeout time.Duration
 	batchEvents  int
 	room         broadcast
@@ -59,7 +59,7 @@ type eventQueue struct {
 	closed       bool
 }
 
-func newEventQueue(max int, policy string, blockTimeout time.Duration, batchEvents int, nextSeq int64,
+func newEventQueue(max int, policy QueuePolicy, blockTimeout time.Duration, batchEvents int, nextSeq int64,
 	reserve func(int64) int64) *eventQueue {
 	q := &eventQueue{max: max, policy: policy, blockTimeout: blockTimeout, batchEvents: batchEvents,
 		wake: make(chan struct{}, 1), nextSeq: nextSeq, reserved: nextSeq, reserve: reserve}

@@ -19,7 +19,7 @@ type registered struct {
 	fetched time.Time
 }
 
-// schemaCache looks up GET {registry}/subjects/headwater.events.<type>/versions/latest (DECISIONS 5), caching
+// schemaCache looks up GET {registry}/subjects/headwater.events.<type>/versions/latest (protocol.md §3), caching
 // each answer for refresh; invalidate forgets a type after the gateway said its schema is unknown.
 type schemaCache struct {
 	base    string

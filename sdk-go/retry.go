@@ -1,10 +1,13 @@
-// The retry rule (DECISIONS 1): what a status means, and full-jitter backoff that honours Retry-After.
+// The retry rule (protocol.md §4, §6): what a status means, and full-jitter backoff that honours Retry-After.
 package headwater
 
 import (
 	"math/rand/v2"
 	"time"
 )
+
+// retryAfterCapFactor: a Retry-After is honoured up to this many times RetryMax (protocol.md §6).
+const retryAfterCapFactor = 10
 
 // outcome is what an HTTP status means for a batch.
 type outcome int

@@ -35,6 +35,8 @@ const (
 
 type sender struct {
 	cfg      *Config
+	gate     *gate
+	window   *window
 	tr       Transport
 	counters *counters
 	report   func(error)
@@ -48,15 +50,17 @@ type sender struct {
 
 func newSender(ctx context.Context, cfg *Config, tr Transport, c *counters, report func(error), durable bool) *sender {
 	var schemas *schemaCache
-	if cfg.WireFormat == "avro" {
+	if cfg.WireFormat == WireAvro {
 		schemas = newSchemaCache(cfg.RegistryURL, tr, cfg.SchemaRefresh, cfg.RequestTimeout)
 	}
 	return &sender{cfg: cfg, tr: tr, counters: c, report: report, ctx: ctx, durable: durable, schemas: schemas,
+		gate: newGate(cfg.RetryRefusedMax, report), window: newWindow(cfg.MaxInFlight),
 		url: strings.TrimRight(cfg.Endpoint, "/") + "/v1/batch", auth: "Bearer " + cfg.WriteKey,
 		bufs: sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}}
 }
 
-// deliver sends b until it gets a final answer, the retry deadline passes, or the client stops.
+// deliver sends b until it gets a final answer, the retry deadline passes, or the client stops. Every attempt
+// passes the client's gate (protocol.md §6.1) and takes a place in the in-flight window (§6.2).
 func (s *sender) deliver(b *Batch) (action, []*Batch) {
 	s.counters.addSent(len(b.Events))
 	if b.sentAt == 0 {
@@ -65,9 +69,14 @@ func (s *sender) deliver(b *Batch) (action, []*Batch) {
 	raw, packed := s.bufs.Get().(*[]byte), s.bufs.Get().(*[]byte)
 	defer s.bufs.Put(raw)
 	defer s.bufs.Put(packed)
+	me := s.gate.newID()
+	defer s.gate.gaveUp(me)
 	var enc *encoded
 	deadline := time.Now().Add(s.cfg.RetryDeadline)
 	for attempt := 1; ; attempt++ {
+		if s.gate.enter(s.ctx, me) != nil {
+			return actRelease, nil
+		}
 		var resp *Response
 		var terr *TransportError
 		if enc == nil { // Avro: a registry that cannot be reached is retried like the gateway
@@ -75,51 +84,75 @@ func (s *sender) deliver(b *Batch) (action, []*Batch) {
 		}
 		if enc != nil {
 			if resp, terr = s.post(enc); terr == nil {
+				s.gate.answered()
 				return s.answered(b, enc, resp)
 			}
 		}
-		wait := backoff(attempt, s.cfg.RetryBase, s.cfg.RetryMax, terr.RetryAfter)
 		if s.ctx.Err() != nil {
 			return actRelease, nil
 		}
+		since := s.gate.failed(me, terr)
+		retryAfter := s.retryAfter(terr)
+		if retryAfter >= 0 {
+			s.gate.hold(time.Duration(retryAfter * float64(time.Second)))
+		}
+		limit := s.cfg.RetryMax
+		if terr.Refused {
+			limit = min(s.cfg.RetryRefusedMax, s.cfg.RetryMax)
+		}
+		wait := s.gate.capped(backoff(attempt, s.cfg.RetryBase, limit, retryAfter))
 		if time.Now().Add(wait).After(deadline) {
 			return s.gaveUp(b, terr), nil
 		}
 		s.counters.addRetry()
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-s.ctx.Done():
-			timer.Stop()
+		if s.gate.backoff(s.ctx, wait, since) != nil {
 			return actRelease, nil
 		}
 	}
 }
 
-// post sends one attempt; a retryable status or no answer is a *TransportError.
+// retryAfter is the server's Retry-After in seconds, capped at retryAfterCapFactor x RetryMax; -1 without one.
+func (s *sender) retryAfter(terr *TransportError) float64 {
+	if terr.RetryAfter < 0 {
+		return -1
+	}
+	return min(terr.RetryAfter, retryAfterCapFactor*s.cfg.RetryMax.Seconds())
+}
+
+// post sends one attempt inside a place of the window; a retryable status or no answer is a *TransportError.
 func (s *sender) post(enc *encoded) (*Response, *TransportError) {
 	if enc.empty() { // every event was rejected by the Avro encoder: nothing to send
 		return &Response{Status: 200, Body: []byte(`{"accepted":0,"rejected":[]}`)}, nil
 	}
-	body := enc.body
 	header := http.Header{
-		"Content-Type": {enc.contentType}, "Content-Encoding": {s.cfg.Compression},
+		"Content-Type": {enc.contentType}, "Content-Encoding": {string(s.cfg.Compression)},
 		"Authorization": {s.auth}, "User-Agent": {UserAgent},
+	}
+	place, ok := s.window.acquire(s.ctx)
+	if !ok {
+		return nil, &TransportError{Msg: "client stopped", RetryAfter: -1, Err: s.ctx.Err()}
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	resp, err := s.tr.Send(ctx, &Request{Method: http.MethodPost, URL: s.url, Header: header, Body: body})
+	resp, err := s.tr.Send(ctx, &Request{Method: http.MethodPost, URL: s.url, Header: header, Body: enc.body})
 	if err != nil {
+		s.window.release(place, signalFailure)
 		var terr *TransportError
 		if errors.As(err, &terr) {
 			return nil, terr
 		}
 		return nil, &TransportError{Msg: err.Error(), RetryAfter: -1, Err: err}
 	}
-	if classify(resp.Status) == outcomeRetry {
+	switch classify(resp.Status) {
+	case outcomeRetry:
+		s.window.release(place, signalFailure)
 		code, msg := parseError(resp.Body)
 		ra := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return nil, &TransportError{Status: resp.Status, RetryAfter: ra, Msg: strings.TrimSpace(code + " " + msg)}
+	case outcomeDone:
+		s.window.release(place, signalSuccess)
+	default:
+		s.window.release(place, signalNeutral)
 	}
 	return resp, nil
 }
@@ -195,7 +228,7 @@ func (s *sender) delivered(b *Batch, status, accepted int, rejected []*EventReje
 		Events: len(b.Events), Status: status, Accepted: accepted, Rejected: rejected, Err: err})
 }
 
-// split returns the two halves of b (DECISIONS 2): floor(n/2) events first, with derived batch ids.
+// split returns the two halves of b (protocol.md §4, splitting on 413): floor(n/2) events first, with derived batch ids.
 func split(b *Batch) []*Batch {
 	mid := len(b.Events) / 2
 	halves := make([]*Batch, 2)

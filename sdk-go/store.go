@@ -38,7 +38,7 @@ type store struct {
 	entries    []*entry
 	maxBatches int
 	maxBytes   int64
-	overflow   string
+	overflow   SpoolOverflow
 	report     dropFunc
 	bytes      int64
 	events     int
@@ -47,7 +47,7 @@ type store struct {
 	reports    []EventsDroppedError
 }
 
-func newStore(back backing, maxBatches int, maxBytes int64, overflow string, report dropFunc) *store {
+func newStore(back backing, maxBatches int, maxBytes int64, overflow SpoolOverflow, report dropFunc) *store {
 	return &store{back: back, maxBatches: maxBatches, maxBytes: maxBytes, overflow: overflow, report: report}
 }
 

@@ -52,7 +52,7 @@ func sharedZstd() *zstd.Encoder {
 }
 
 // compress encodes body with encoding (zstd, gzip or identity), appending to dst.
-func compress(dst, body []byte, encoding string) []byte {
+func compress(dst, body []byte, encoding Compression) []byte {
 	switch encoding {
 	case "zstd":
 		return sharedZstd().EncodeAll(body, dst)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from common.envfile import read_env
+from common.envfile import read_env, stack_env_file
 from spark_pipeline import job
 from spark_pipeline.audit import net_loss
 from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
@@ -23,7 +23,7 @@ from spark_pipeline.session import build_session
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="headwater-pipeline", description=__doc__)
     parser.add_argument("--env-file", type=Path,
-                        default=Path(os.environ.get("HEADWATER_STATE_DIR") or ".headwater") / "stack.env",
+                        default=stack_env_file(),
                         help="endpoints written by `make up`, if the file exists (the process environment wins "
                              "over it; default $HEADWATER_STATE_DIR/stack.env, else .headwater/stack.env)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         file_env = read_env(args.env_file) if args.env_file.is_file() else {}
-        cfg = PipelineConfig.from_env({**file_env, **os.environ})
+        cfg = PipelineConfig.from_env({**file_env, **os.environ}, "RULES" if args.command == "rules" else "PIPELINE")
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2

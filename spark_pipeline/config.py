@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+
+from common.basic_auth import AuthConfigError
+from common.envfile import pipeline_dir
+from common.kafka_security import KafkaSecurity, KafkaSecurityError
+from common.registry_access import RegistryAccess
 
 # A Hadoop file system URI: hdfs://namenode:8020/x, s3a://bucket/x, file:/x, file:///x.
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
@@ -34,7 +39,7 @@ class PipelineConfig:
     aggregates_topic: str = "headwater.aggregates"
     subject_prefix: str = "headwater.events."
     aggregate_subject: str = "headwater.aggregates.window_aggregate"
-    output_dir: str = os.path.join(".headwater", "pipeline")  # under the current folder unless set
+    output_dir: str = os.path.join(".headwater", "pipeline")  # from_env: HEADWATER_PIPELINE_DIR, else the state dir's
     nodes_file: str | None = None  # None: the inventory shipped in the package (`packaged.py`)
     lateness: str = "30 seconds"
     max_offsets_per_trigger: int = 200_000
@@ -49,6 +54,14 @@ class PipelineConfig:
     realtime_batch: str = "5 minutes"
     realtime_fetch_wait_ms: int = 100
     metrics_port: int = 9464  # 0: no /metrics endpoint
+    # Credentials (common/kafka_security.py, common/registry_access.py): the pipeline's own, or with the
+    # component RULES, the rule administrator's (`rules` commands), each from HEADWATER_<COMPONENT>_... first.
+    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    registry_access: RegistryAccess = field(default_factory=RegistryAccess)
+
+    def spark_kafka(self) -> dict[str, str]:
+        """The Kafka connector's options that say where Kafka is and how to authenticate to it."""
+        return {"kafka.bootstrap.servers": self.bootstrap, **self.kafka_security.spark_options()}
 
     @property
     def checkpoint_dir(self) -> str:
@@ -62,9 +75,14 @@ class PipelineConfig:
         return replace(self, **changes)  # type: ignore[arg-type]
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> PipelineConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None, component: str = "PIPELINE") -> PipelineConfig:
         """Read HEADWATER_* / KAFKA_BOOTSTRAP / REGISTRY_URL (the names stack.env uses); defaults otherwise."""
         env = os.environ if env is None else env
+        try:
+            security = KafkaSecurity.from_env(env, component)
+            access = RegistryAccess.from_env(env, component)
+        except (KafkaSecurityError, AuthConfigError) as exc:
+            raise ConfigError(str(exc)) from None
         d = cls()
 
         def get(name: str, default: str) -> str:
@@ -79,7 +97,7 @@ class PipelineConfig:
             aggregates_topic=get("AGGREGATES_TOPIC", d.aggregates_topic),
             subject_prefix=get("HEADWATER_SUBJECT_PREFIX", d.subject_prefix),
             aggregate_subject=get("HEADWATER_AGGREGATE_SUBJECT", d.aggregate_subject),
-            output_dir=storage_root(get("HEADWATER_PIPELINE_DIR", d.output_dir)),
+            output_dir=storage_root(pipeline_dir(env)),
             nodes_file=_inventory(env.get("HEADWATER_NODE_INVENTORY", "")),
             lateness=lateness,
             max_offsets_per_trigger=_int(env, "HEADWATER_MAX_OFFSETS_PER_TRIGGER", d.max_offsets_per_trigger),
@@ -94,6 +112,8 @@ class PipelineConfig:
             realtime_batch=_duration(env, "HEADWATER_REALTIME_BATCH", d.realtime_batch),
             realtime_fetch_wait_ms=_int(env, "HEADWATER_REALTIME_FETCH_WAIT_MS", d.realtime_fetch_wait_ms),
             metrics_port=_port(env, "HEADWATER_PIPELINE_METRICS_PORT", d.metrics_port),
+            kafka_security=security,
+            registry_access=access,
         )
         return cfg
 

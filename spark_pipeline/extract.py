@@ -14,7 +14,7 @@ NO_JMX = {"kafka.auto.include.jmx.reporter": "false"}
 
 def _kafka_options(cfg: PipelineConfig) -> dict[str, str]:
     return {
-        "kafka.bootstrap.servers": cfg.bootstrap,
+        **cfg.spark_kafka(),
         "subscribe": cfg.events_topic,
         # Aborted gateway transactions (a batch that failed half-way) must never be counted.
         "kafka.isolation.level": "read_committed",

@@ -148,7 +148,8 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
         "deadletter": (lambda: load.parquet_sink(decode.dead_letters(streams(None)[0]), out.deadletter, ["date"]),
                        cfg.file_trigger),
         "aggregates_live": (lambda: load.live_aggregates_sink(streams()[2], cfg.bootstrap, cfg.aggregates_topic,
-                                                              aggregate_schema_id), cfg.live_trigger),
+                                                              aggregate_schema_id, cfg.kafka_security),
+                            cfg.live_trigger),
         "aggregates_final": (final, cfg.file_trigger),
         "loss_audit": (lambda: load.parquet_sink(loss_audit_stream(decode.events(streams()[0]), cfg.loss_grace_ms),
                                                  out.loss_audit, ["date"]), cfg.file_trigger),
@@ -167,7 +168,7 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
     """The streaming job (the queries of `group`); with `available_now`, process what is in the topic now and
     return."""
     spark = spark or build_session(f"headwater-pipeline-{group}")
-    registry = RegistryClient(cfg.registry_url)
+    registry = RegistryClient.of(cfg.registry_url, cfg.registry_access)
     aggregate_id = registry.register(cfg.aggregate_subject, load.AGGREGATE_SCHEMA_JSON)
     bad: frozenset[int] = frozenset()
     # The streaming SQL rules (spark_pipeline/rules/, docs/rules-runtime.md) run beside the built-in queries, over
@@ -211,7 +212,7 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
 def start_metrics(cfg: PipelineConfig, current: Callable[[], tuple[list[StreamingQuery], int]]) -> Sampler:
     """Sample the built-in queries (`current()`: the running ones and how often they were restarted) and the rules
     into the Prometheus gauges, served on HEADWATER_PIPELINE_METRICS_PORT (a port in use is logged, not fatal)."""
-    watermarks = runtime.KafkaWatermarks(cfg.bootstrap, max_age_s=5.0)
+    watermarks = runtime.KafkaWatermarks(cfg.bootstrap, max_age_s=5.0, security=cfg.kafka_security)
 
     def collect(m: PipelineMetrics) -> None:
         queries, restarts = current()
@@ -233,7 +234,7 @@ def replay(cfg: PipelineConfig, output: str, starting: str = "earliest", ending:
            spark: SparkSession | None = None) -> dict[str, int]:
     """Recompute the aggregates from an offset range into `output` (batch, exact: no watermark)."""
     spark = spark or build_session("headwater-replay")
-    snapshot = take_snapshot(RegistryClient(cfg.registry_url), cfg.subject_prefix)
+    snapshot = take_snapshot(RegistryClient.of(cfg.registry_url, cfg.registry_access), cfg.subject_prefix)
     decoded = decode.decode(decode.frame(extract.kafka_batch(spark, cfg, starting, ending)), snapshot,
                             strict=False).persist()
     try:

@@ -14,6 +14,7 @@ from pyspark.sql.avro.functions import to_avro
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+from common.kafka_security import KafkaSecurity
 from spark_pipeline.config import join
 from spark_pipeline.extract import NO_JMX
 
@@ -64,7 +65,8 @@ def parquet_sink(df: DataFrame, path: str, partition_by: list[str]) -> DataStrea
     return df.writeStream.format("parquet").outputMode("append").option("path", path).partitionBy(*partition_by)
 
 
-def live_aggregates_sink(df: DataFrame, bootstrap: str, topic: str, schema_id: int) -> DataStreamWriter:
+def live_aggregates_sink(df: DataFrame, bootstrap: str, topic: str, schema_id: int,
+                         security: KafkaSecurity | None = None) -> DataStreamWriter:
     """Update mode into the aggregates topic with Spark's Kafka sink.
 
     At least once: after a crash the last batch may be re-sent with the same values, an idempotent upsert
@@ -72,16 +74,27 @@ def live_aggregates_sink(df: DataFrame, bootstrap: str, topic: str, schema_id: i
     doubled the live query's batch time.
     """
     return (aggregate_records(df, schema_id).writeStream.format("kafka").outputMode("update")
-            .option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+            .option("kafka.bootstrap.servers", bootstrap).options(**(security or KafkaSecurity()).spark_options())
+            .option("topic", topic)
             .option("kafka.enable.idempotence", "true").option("kafka.acks", "all").options(**NO_JMX))
 
 
+# Rows the console prints per batch; a batch that updates more says "only showing top N rows".
+CONSOLE_ROWS = 500
+
+
+def console_view(df: DataFrame) -> DataFrame:
+    """The aggregates as a reader wants them printed: figures rounded to 2 decimals (no float noise such as
+    80474.60000000002), and no user count (null) for a type whose events carry no user."""
+    return df.select("granularity", "window_start", "event_type", "region", "events",
+                     F.when(F.col("distinct_users") > 0, F.col("distinct_users")).alias("distinct_users"),
+                     *(F.round(c, 2).alias(c) for c in ("value_sum", "value_avg", "value_p95")))
+
+
 def console_sink(df: DataFrame) -> DataStreamWriter:
-    """The live aggregates on stdout (the demo), in update mode."""
-    ordered = df.select("granularity", "window_start", "event_type", "region", "events", "distinct_users",
-                        "value_sum", "value_avg", "value_p95")
-    return ordered.writeStream.format("console").outputMode("update").option("truncate", "false") \
-        .option("numRows", "60")
+    """The live aggregates on stdout (the demo, `run --console`), in update mode."""
+    return console_view(df).writeStream.format("console").outputMode("update").option("truncate", "false") \
+        .option("numRows", str(CONSOLE_ROWS))
 
 
 def start(writer: DataStreamWriter) -> StreamingQuery:

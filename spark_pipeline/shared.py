@@ -53,7 +53,7 @@ RETENTION_MS = 24 * 3600 * 1000
 
 def ensure_topic(cfg: PipelineConfig, timeout_s: float = 30.0) -> bool:
     """Create the internal topic if missing (`enriched_partitions` partitions, a day of retention); whether it was."""
-    admin = AdminClient({"bootstrap.servers": cfg.bootstrap})
+    admin = AdminClient({"bootstrap.servers": cfg.bootstrap, **cfg.kafka_security.librdkafka()})
     meta = admin.list_topics(timeout=timeout_s)
     if cfg.enriched_topic in meta.topics:
         return False
@@ -115,7 +115,7 @@ def enriched_sink(rows: DataFrame, cfg: PipelineConfig, schema_id: int) -> DataS
     latency from created_at to here is observed per batch (`metrics.observe_latency`)."""
     observed = observe_latency(rows, F.unix_millis("created_at"))
     return (enriched_records(observed, schema_id).writeStream.format("kafka").outputMode("update")
-            .option("kafka.bootstrap.servers", cfg.bootstrap).option("topic", cfg.enriched_topic)
+            .options(**cfg.spark_kafka()).option("topic", cfg.enriched_topic)
             .option("kafka.linger.ms", "0").option("kafka.acks", "all").option("kafka.enable.idempotence", "true")
             .options(**extract.NO_JMX))
 
@@ -128,7 +128,7 @@ def decode_enriched(raw: DataFrame) -> DataFrame:
 
 def read_enriched(spark: SparkSession, cfg: PipelineConfig, starting_offsets: str, *, realtime: bool) -> DataFrame:
     """The internal topic as a stream of enriched rows, watermarked on `event_time` with the pipeline's lateness."""
-    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", cfg.bootstrap)
+    reader = (spark.readStream.format("kafka").options(**cfg.spark_kafka())
               .option("subscribe", cfg.enriched_topic).option("startingOffsets", starting_offsets)
               .option("failOnDataLoss", "false").options(**extract.NO_JMX)
               .option("kafka.fetch.max.wait.ms", str(cfg.realtime_fetch_wait_ms if realtime else 1)))

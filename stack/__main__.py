@@ -1,4 +1,4 @@
-"""Command line of the local stack: `python -m stack up|down|status|env|reset`."""
+"""Command line of the local stack: `python -m stack up|down|status|env|reset|clean|restart-gateways|tail`."""
 
 from __future__ import annotations
 
@@ -6,76 +6,125 @@ import argparse
 import shutil
 import sys
 
-from stack.cluster.cli import cluster_running, topology
-from stack.cluster.cli import run as run_cluster
-from stack.config import ConfigError, StackConfig
+from common.basic_auth import AuthConfigError
+from common.envfile import stack_settings
+from common.kafka_read import KafkaReadError
+from common.kafka_security import KafkaSecurity, KafkaSecurityError
+from common.registry_access import RegistryAccess
+from common.registry_client import RegistryClient
+from stack.config import SINGLE, ConfigError, StackConfig
 from stack.kafka import BrokerError
-from stack.launcher import Stack
+from stack.launcher import Stack, running_topology
 from stack.services import ServiceError
+from stack.tail import tail
+
+# What `clean` deletes besides the data: everything a run leaves in the state directory, but the development write
+# key (<state>/gateway/), which the user's own services may hold. The pipeline's outputs go too: their checkpoints
+# name offsets of topics that no longer exist.
+CLEANED = ("logs", "run", "conf", "pipeline", "spark", "console", "demo-spool")
+
+
+def _describe(cfg: StackConfig) -> str:
+    t = cfg.topology
+    return (f"{t.name} topology: {t.brokers} Kafka node(s), {t.registries} registry instance(s), {t.gateways} "
+            f"gateway(s){' behind HAProxy' if t.haproxy else ''}{', Spark standalone' if t.spark else ''}")
+
+
+def _tail(cfg: StackConfig, args: argparse.Namespace) -> int:
+    settings = stack_settings(cfg.env_file)
+    if not settings.get("KAFKA_BOOTSTRAP"):
+        print(f"stack: no KAFKA_BOOTSTRAP in {cfg.env_file} or the environment: run `make up`", file=sys.stderr)
+        return 1
+    try:
+        registry = RegistryClient.of(settings.get("REGISTRY_URL", ""), RegistryAccess.from_env(settings, "TAIL"))
+        tail(settings["KAFKA_BOOTSTRAP"], registry, args.topic, last=args.last, follow=args.follow,
+             say=lambda line: print(line, flush=True), security=KafkaSecurity.from_env(settings, "TAIL"))
+    except (KafkaSecurityError, AuthConfigError) as exc:
+        print(f"stack: {exc}", file=sys.stderr)
+        return 2
+    except KafkaReadError as exc:
+        print(f"stack: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+def _run(command: str, asked: StackConfig) -> int:
+    # `down`, `status` and `reset` act on what `up` recorded (or on a stack of earlier versions: the single node).
+    recorded_topology = running_topology(asked)
+    recorded = StackConfig.from_env(topology=recorded_topology or SINGLE)
+    stack = Stack(recorded)
+    if command == "up":
+        up_now = recorded_topology or (SINGLE if stack.kafka.running() else None)
+        if up_now is not None and up_now != asked.topology:
+            print(f"stack: the {up_now.name} topology is up in {asked.state_dir} (`make down` first)", file=sys.stderr)
+            return 1
+        report = Stack(asked).up()
+        started = ", ".join(report.started) or "nothing new"
+        print(f"stack up in {report.seconds:.1f}s ({_describe(asked)}; started: {started}; "
+              f"topics created: {', '.join(report.created_topics) or 'none'})")
+        print(f"# {asked.env_file} (mode 0600; `python -m stack env` prints it, secrets included)")
+        for key, value in report.env.items():  # never a secret on the terminal or in a CI log
+            print(f"{key}={'<hidden>' if is_secret(key) else value}")
+    elif command == "down":
+        stopped = stack.down()
+        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+    elif command == "status":
+        for name, running in stack.status().items():
+            print(f"{name}: {'running' if running else 'stopped'}")
+    elif command == "env":
+        if not recorded.env_file.exists():
+            print(f"stack: {recorded.env_file} does not exist: run `make up`", file=sys.stderr)
+            return 1
+        print(recorded.env_file.read_text(), end="")
+    elif command in ("reset", "clean"):
+        stopped = stack.down()
+        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+        for folder in [recorded.data_dir, *(recorded.state_dir / name for name in CLEANED if command == "clean")]:
+            if folder.exists():
+                shutil.rmtree(folder)
+                print(f"deleted {folder}")
+    elif command == "restart-gateways":
+        if not recorded.topology.haproxy:
+            print("stack: restart-gateways needs gateways behind HAProxy (HEADWATER_TOPOLOGY=cluster)", file=sys.stderr)
+            return 2
+        stack.rolling_restart()
+        print(f"restarted {recorded.topology.gateways} gateways one at a time behind HAProxy")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m stack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("up", help="start Kafka on loopback, create the topics, write .headwater/stack.env")
-    sub.add_parser("down", help="stop every service of the stack; no process is left behind")
-    sub.add_parser("status", help="say which services run")
+    sub.add_parser("up", help="start the topology the environment asks for; write .headwater/stack.env")
+    sub.add_parser("down", help="stop every process of the running stack; no process is left behind")
+    sub.add_parser("status", help="say which processes run")
     sub.add_parser("env", help="print .headwater/stack.env")
     sub.add_parser("reset", help="stop the stack and delete its data (topics, offsets, schemas)")
-    sub.add_parser("restart-gateways", help="cluster profile: restart every gateway, one at a time, behind HAProxy")
+    sub.add_parser("clean", help="stop the stack and delete its data, logs, pid files, configs and the pipeline's "
+                                 "outputs (not the jars, not the development write key)")
+    sub.add_parser("restart-gateways", help="restart every gateway, one at a time, behind HAProxy")
+    tail_cmd = sub.add_parser("tail", help="a topic's newest records, decoded, as JSON lines (stack.tail)")
+    tail_cmd.add_argument("topic", help="for example headwater.events, headwater.deadletter, headwater.aggregates")
+    tail_cmd.add_argument("-n", "--last", type=int, default=10, help="newest records to show first (default 10)")
+    tail_cmd.add_argument("-f", "--follow", action="store_true", help="then show new records until Ctrl-C")
     args = parser.parse_args(argv)
     try:
-        cluster = topology() == "cluster"
-        single = StackConfig.from_env()
+        if args.command == "tail":
+            return _tail(StackConfig.from_env(), args)
+        return _run(args.command, StackConfig.from_env())
     except ConfigError as exc:
         print(f"stack: {exc}", file=sys.stderr)
         return 2
-    # The cluster profile (docs/cluster.md): asked for, or already up (so `make down` / `make status` find it).
-    if (args.command in ("up", "restart-gateways") and cluster) or (
-            args.command in ("down", "status") and (cluster or cluster_running(single))):
-        return run_cluster(args.command)
-    if args.command == "reset" and cluster_running(single):
-        run_cluster("down")
-    if args.command == "up" and cluster_running(single):
-        print("stack: the cluster profile is up (`make down` first)", file=sys.stderr)
-        return 1
-    if args.command == "restart-gateways":
-        print("stack: restart-gateways needs the cluster profile (HEADWATER_TOPOLOGY=cluster)", file=sys.stderr)
-        return 2
-
-    try:
-        cfg = StackConfig.from_env()
-    except ConfigError as exc:
-        print(f"stack: {exc}", file=sys.stderr)
-        return 2
-    stack = Stack(cfg)
-    try:
-        if args.command == "up":
-            report = stack.up()
-            print(f"stack up in {report.seconds:.1f}s (started: {', '.join(report.started) or 'nothing new'}; "
-                  f"topics created: {', '.join(report.created_topics) or 'none'})")
-            print(f"# {cfg.env_file}")
-            for key, value in report.env.items():
-                print(f"{key}={value}")
-        elif args.command == "down":
-            stopped = stack.down()
-            print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
-        elif args.command == "status":
-            for name, running in stack.status().items():
-                print(f"{name}: {'running' if running else 'stopped'}")
-        elif args.command == "env":
-            if not cfg.env_file.exists():
-                print(f"stack: {cfg.env_file} does not exist: run `make up`", file=sys.stderr)
-                return 1
-            print(cfg.env_file.read_text(), end="")
-        elif args.command == "reset":
-            stack.down()
-            shutil.rmtree(cfg.state_dir / "data", ignore_errors=True)
-            print(f"deleted {cfg.state_dir / 'data'}")
     except (BrokerError, ServiceError) as exc:
         print(f"stack: {exc}", file=sys.stderr)
         return 1
-    return 0
+
+
+def is_secret(key: str) -> bool:
+    """stack.env lines that hold a secret itself (the others name files, URLs and ports)."""
+    return key.endswith(("WRITE_KEY", "PASSWORD", "USER_INFO")) and not key.endswith("_FILE")
 
 
 if __name__ == "__main__":

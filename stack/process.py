@@ -6,9 +6,71 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+
+class StartWatch:
+    """A start-up deadline that moves while the process shows progress (its log files grow): a slow, busy host gets
+    the time it needs; a start that hangs fails after `quiet_s` without a new log line."""
+
+    def __init__(self, quiet_s: float, logs: Sequence[Path], clock: Callable[[], float] = time.monotonic) -> None:
+        self.quiet_s = quiet_s
+        self._logs = list(logs)
+        self._clock = clock
+        self._size = self._bytes()
+        self._deadline = clock() + quiet_s
+
+    def _bytes(self) -> int:
+        total = 0
+        for path in self._logs:
+            files = path.rglob("*") if path.is_dir() else [path]
+            for f in files:
+                with contextlib.suppress(OSError):
+                    total += f.stat().st_size
+        return total
+
+    def expired(self) -> bool:
+        """True once `quiet_s` passed without the logs growing."""
+        now, size = self._clock(), self._bytes()
+        if size != self._size:
+            self._size, self._deadline = size, now + self.quiet_s
+        return now > self._deadline
+
+
+def cpu_ticks(pid: int) -> int:
+    """CPU time (clock ticks, user + system) `pid` has used so far; 0 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def run_while_busy(cmd: Sequence[str], quiet_s: float) -> subprocess.CompletedProcess[str]:
+    """Run `cmd` to its end however long it takes while it keeps using CPU (a JVM tool on a loaded host); kill it
+    after `quiet_s` without a tick of CPU time (hung). Output captured; TimeoutError when killed."""
+    with subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        result: dict[str, str] = {}
+
+        def drain() -> None:
+            result["out"], result["err"] = proc.communicate()
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        ticks, deadline = -1, time.monotonic() + quiet_s
+        while reader.is_alive():
+            now, used = time.monotonic(), cpu_ticks(proc.pid)
+            if used != ticks:
+                ticks, deadline = used, now + quiet_s
+            elif now > deadline:
+                proc.kill()
+                reader.join()
+                raise TimeoutError(f"{cmd[0]} used no CPU for {quiet_s:.0f}s: killed")
+            reader.join(0.2)
+    return subprocess.CompletedProcess(list(cmd), proc.returncode, result.get("out", ""), result.get("err", ""))
 
 
 class ManagedProcess:

@@ -24,6 +24,14 @@ if ! GO=$(find_go); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${pkg:-golang-go}"
   GO=$(find_go) || { say "Debian's Go is older than 1.22; install Go >= 1.22 (for example to /usr/local/go)"; exit 1; }
 fi
+# The Go linter beyond `go vet` (make test-go runs it), pinned; the checksum database verifies the download.
+STATICCHECK_VERSION=v0.8.2
+bin="$PWD/.headwater/bin"
+if [ "$("$bin/staticcheck" -version 2>/dev/null | sed -E 's/.*\((.*)\)/v\1/')" != "$STATICCHECK_VERSION" ]; then
+  say "installing staticcheck $STATICCHECK_VERSION"
+  mkdir -p "$bin"
+  GOFLAGS= GOBIN="$bin" "$GO" install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+fi
 stamp=$(for f in sdk-go/go.sum sdk-go/bench/go.sum; do if [ -f "$f" ]; then cat "$f"; fi; done | sha256sum | cut -d' ' -f1)
 if [ "$(cat .headwater/go-modules.stamp 2>/dev/null)" = "$stamp" ]; then
   say "Go modules up to date ($("$GO" version | cut -d' ' -f3))"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
@@ -27,10 +29,12 @@ class TopicSpec:
     config: dict[str, str] = field(default_factory=dict)
 
 
-def topic_specs(cfg: StackConfig) -> list[TopicSpec]:
-    """Every topic the launcher creates; README.md's "Topics" table documents the same values."""
+def topic_specs(cfg: StackConfig, replication_factor: int | None = None) -> list[TopicSpec]:
+    """Every topic the launcher creates, for `replication_factor` (default: the stack's) replicas;
+    docs/local-stack.md's "Topics" table documents the same values."""
+    rf = cfg.replication_factor if replication_factor is None else replication_factor
     common = {
-        "min.insync.replicas": "1",
+        "min.insync.replicas": str(min(cfg.min_insync_replicas, rf)),
         "max.message.bytes": str(MAX_MESSAGE_BYTES),
         "message.timestamp.type": "CreateTime",
         # Keep whatever compression the producer chose (the gateway: none by default): no broker re-compression.
@@ -53,9 +57,10 @@ def topic_specs(cfg: StackConfig) -> list[TopicSpec]:
 
 
 def ensure_topics(bootstrap: str, specs: list[TopicSpec], timeout_s: float = 30.0, *,
-                  replication_factor: int = 1) -> list[str]:
-    """Create the topics that do not exist yet; return the names created. Existing ones are left as they are."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+                  replication_factor: int = 1, client: Mapping[str, Any] | None = None) -> list[str]:
+    """Create the topics that do not exist yet; return the names created. Existing ones are left as they are.
+    `client`: librdkafka settings to add (a secured stack's administrator)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(client or {})})
     existing = set(admin.list_topics(timeout=timeout_s).topics)
     missing = [s for s in specs if s.name not in existing]
     if not missing:

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from common.envfile import read_env
-from stack.config import StackConfig
 from stack.launcher import Stack
+from tests.support import times
+from tests.support.ports import free_port
+from tests.support.stack import private_stack_config
+
+__all__ = ["free_port"]  # tests import it from here too
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def pytest_configure(config: pytest.Config) -> None:
+    """Seconds per test folder at the end of every run (tests/support/times.py)."""
+    times.register(config)
 
 
 @pytest.fixture(scope="session")
@@ -32,16 +34,7 @@ def stack_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
     if existing:
         yield read_env(Path(existing))
         return
-    state = tmp_path_factory.mktemp("stack")
-    cfg = StackConfig.from_env({
-        "HEADWATER_STATE_DIR": str(state),
-        "HEADWATER_KAFKA_PORT": str(free_port()),
-        "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()),
-        "HEADWATER_REGISTRY_PORT": str(free_port()),
-        "HEADWATER_GATEWAY_PORT": str(free_port()),
-        "HEADWATER_EVENTS_PARTITIONS": "3",
-    })
-    stack = Stack(cfg)
+    stack = Stack(private_stack_config(tmp_path_factory.mktemp("stack")))
     try:
         yield stack.up().env
     finally:

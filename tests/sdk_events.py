@@ -3,15 +3,11 @@ decoded with their writer schemas from the registry (shared by the Python, Go an
 
 from __future__ import annotations
 
-import io
-import json
-import time
-import urllib.request
 from typing import Any
 
-import fastavro
-
-from tests.kafka_helpers import consume_all
+from common.avro_frame import WriterSchemas
+from tests.support.kafka import consume_all
+from tests.support.wait import eventually
 
 EVENTS_TOPIC = "headwater.events"
 
@@ -20,34 +16,28 @@ class Decoder:
     """Decodes Confluent-framed records with writer schemas fetched from the registry by id."""
 
     def __init__(self, registry_url: str) -> None:
-        self.registry_url = registry_url.rstrip("/")
-        self.schemas: dict[int, Any] = {}
+        self.schemas = WriterSchemas(registry_url)
 
     def __call__(self, value: bytes) -> dict[str, Any]:
-        assert value[0] == 0
-        schema_id = int.from_bytes(value[1:5], "big")
-        if schema_id not in self.schemas:
-            with urllib.request.urlopen(f"{self.registry_url}/schemas/ids/{schema_id}", timeout=10) as resp:
-                self.schemas[schema_id] = fastavro.parse_schema(json.loads(json.loads(resp.read())["schema"]))
-        record: Any = fastavro.schemaless_reader(io.BytesIO(value[5:]), self.schemas[schema_id])
-        return dict(record)
+        return dict(self.schemas.decode(value))
 
 
 def arrived(env: dict[str, str], producer_id: str, expected: int, start: dict[int, int]) -> dict[int, set[str]]:
-    """seq -> event ids, for every committed record of `producer_id` in the events topic after `start`."""
+    """seq -> event ids, for every committed record of `producer_id` in the events topic after `start` (read
+    again until `expected` seqs are there or two minutes pass; the caller checks what came)."""
     decode = Decoder(env["REGISTRY_URL"])
-    by_seq: dict[int, set[str]] = {}
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        by_seq.clear()
+    seen: dict[int, set[str]] = {}
+
+    def read() -> bool:
+        seen.clear()
         for msg in consume_all(env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC, "read_committed", timeout_s=60, start=start):
             value = msg.value()
             if value is None or producer_id.encode() not in value:
                 continue
             record = decode(value)
             if str(record["producer_id"]) == producer_id:  # fastavro decodes logicalType uuid to UUID
-                by_seq.setdefault(int(record["seq"]), set()).add(str(record["event_id"]))
-        if len(by_seq) >= expected:
-            break
-        time.sleep(1)
-    return by_seq
+                seen.setdefault(int(record["seq"]), set()).add(str(record["event_id"]))
+        return len(seen) >= expected
+
+    eventually(read, 120, interval_s=1.0)
+    return seen

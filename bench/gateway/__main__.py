@@ -2,13 +2,14 @@
 over HTTP for the JSON and Avro paths, then ack latency at half the sustained load; end with one JSON line.
 
 The bound and the gateway worker each run alone on one core (core 0), while the broker, the registry and the
-load generator share the others (`stack/cpus.py`): both figures are then per core and neither pays for
+load generator share the others (`bench/cpus.py`): both figures are then per core and neither pays for
 the other side's work. Each is the best of two runs (a maximum on a shared, noisy machine).
 
 Variables: HEADWATER_BENCH_SECONDS (length of each sustained phase, default 8), HEADWATER_BENCH_CONCURRENCY
 (keep-alive connections of the closed-loop phase, default 64), HEADWATER_GATEWAY_WORKERS (default 1: the
 bound is one process, so one worker makes the ratio a per-process figure), HEADWATER_BENCH_PIN (default 1; 0
-leaves scheduling to the OS).
+leaves scheduling to the OS), HEADWATER_BENCH_WARM_S (longest broker warm-up before the first figure, default
+120; 0 skips it: bench/gateway/warm.py).
 """
 
 from __future__ import annotations
@@ -24,16 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import cpus
 from bench.gateway import costs as cost_model
 from bench.gateway.bound import run_bound
 from bench.gateway.load import LoadResult, at_rate, percentile, sustained
+from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
 from gateway.loop import loop_name
 from gateway.schema_cache import HttpRegistry, SchemaCache
-from stack import cpus
 from stack.config import StackConfig
 from stack.launcher import Stack
 from stack.services import services
+from stack.topics import EVENTS_TOPIC, TopicSpec, ensure_topics, topic_specs
 
 
 def _free_port() -> int:
@@ -154,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             env = stack.up().env
             plan = _pin(stack, cfg)
             procs = _procs(stack, cfg)
+            _warm(cfg, procs.broker)
             cache = asyncio.run(_schema_cache(env["REGISTRY_URL"]))
             latest = cache.by_version(cache.routes["page_view"], None)
             if latest is None:
@@ -170,6 +174,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _warm(cfg: StackConfig, broker: int) -> None:
+    """The broker's JIT warmed before anything is measured (bench/gateway/warm.py; HEADWATER_BENCH_WARM_S)."""
+    seconds = float(os.environ.get("HEADWATER_BENCH_WARM_S", "120"))
+    if not seconds:
+        return
+    spec = next(s for s in topic_specs(cfg) if s.name == EVENTS_TOPIC)
+    ensure_topics(cfg.bootstrap, [TopicSpec(WARM_TOPIC, spec.partitions, spec.config)])
+    warm = warm_broker(cfg.bootstrap, broker, max_seconds=seconds)
+    print(f"broker warmed by {warm.transactions} transactions in {warm.seconds} s: {warm.first_ms_per_txn} -> "
+          f"{warm.last_ms_per_txn} ms of its CPU per transaction", flush=True)
+
+
 @dataclass(frozen=True)
 class _Procs:
     workers: list[int]  # the gateway's worker processes
@@ -179,7 +195,7 @@ class _Procs:
 def _procs(stack: Stack, cfg: StackConfig) -> _Procs:
     gateway = next((s.process(cfg).pid() for s in services(cfg) if s.name == "gateway"), None)
     workers = (cpus.descendants(gateway) or [gateway]) if gateway else []
-    return _Procs([w for w in workers if w], stack.kafka.process.pid() or 0)
+    return _Procs([w for w in workers if w], stack.kafka.node(1).process.pid() or 0)
 
 
 def _pin(stack: Stack, cfg: StackConfig) -> cpus.CpuPlan | None:
@@ -187,7 +203,7 @@ def _pin(stack: Stack, cfg: StackConfig) -> cpus.CpuPlan | None:
     if plan is None:
         print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
         return None
-    others = [p for p in (stack.kafka.process.pid(), *(s.process(cfg).pid() for s in services(cfg))) if p]
+    others = [p for p in (stack.kafka.node(1).process.pid(), *(s.process(cfg).pid() for s in services(cfg))) if p]
     for pid in others:
         cpus.pin_process_tree(pid, plan.others)
     gateway = next((s.process(cfg).pid() for s in services(cfg) if s.name == "gateway"), None)

@@ -14,25 +14,20 @@ from collections.abc import Iterable
 from confluent_kafka import Producer
 
 from bench.gateway.workload import Body
+from common import kafka_produce
 from gateway.avro_batch import decode_avro_batch
 from gateway.body import decompress
 from gateway.config import Limits
 from gateway.ingest import plan_avro, plan_json
 from gateway.json_batch import decode_json_batch
-from gateway.producer import kafka_config, produce_record
+from gateway.producer import kafka_config
 from gateway.records import KafkaRecord, RequestMeta
 from gateway.schema_cache import SchemaCache
 
 
 def produce_all(producer: Producer, records: Iterable[KafkaRecord]) -> None:
-    """Produce every record, serving delivery reports while librdkafka's queue is full."""
-    for record in records:
-        while True:
-            try:
-                produce_record(producer, record)
-                break
-            except BufferError:
-                producer.poll(0.01)
+    """Produce every record, serving delivery reports while librdkafka's queue is full (for up to a minute)."""
+    kafka_produce.produce_all(producer, records, deadline=time.monotonic() + 60)
 
 
 def run_bound(bodies: list[Body], cache: SchemaCache, bootstrap: str, kind: str, batches_per_txn: int = 100) -> float:

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Producer
 
+from bench import cpus
 from bench.gateway.bound import produce_all
 from bench.gateway.load import sustained
 from bench.gateway.trivial_server import UVLOOP
@@ -35,7 +36,6 @@ from gateway.json_batch import decode_json_batch
 from gateway.producer import kafka_config
 from gateway.records import KafkaRecord, RequestMeta
 from gateway.schema_cache import SchemaCache
-from stack import cpus
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,8 @@ hits all of them), each a fresh one-worker gateway pinned alone on one core, mea
 
 Ends with one JSON line (`bench: gateway-variants`) for `python -m bench.report --add`. Variables:
 HEADWATER_BENCH_SECONDS (default 6), HEADWATER_BENCH_ROUNDS (2), HEADWATER_BENCH_KIND (json or avro),
-HEADWATER_BENCH_VARIANTS (comma-separated names, default all).
+HEADWATER_BENCH_VARIANTS (comma-separated names, default all), HEADWATER_BENCH_WARM_S (longest broker warm-up
+before the first variant, default 120: bench/gateway/warm.py).
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ import time
 import urllib.request
 from pathlib import Path
 
+from bench import cpus
 from bench.gateway.__main__ import _free_port, _pin, _procs, _schema_cache, _schema_doc
 from bench.gateway.costs import cpu_seconds
 from bench.gateway.load import at_rate, percentile, sustained
+from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
-from stack import cpus
 from stack.config import StackConfig
 from stack.launcher import Stack
+from stack.topics import EVENTS_TOPIC, TopicSpec, ensure_topics, topic_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 _BEFORE = {"HEADWATER_GATEWAY_AVRO_CODEGEN": "0", "HEADWATER_GATEWAY_UVLOOP": "0",
@@ -53,8 +56,18 @@ VARIANTS: dict[str, dict[str, str]] = {
     "lz4": {**_BEFORE, "HEADWATER_GATEWAY_AVRO_CODEGEN": "1", "HEADWATER_GATEWAY_UVLOOP": "1",
             "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "10", "HEADWATER_GATEWAY_KAFKA_COMPRESSION": "lz4"},
     "none": {**_BEFORE, "HEADWATER_GATEWAY_AVRO_CODEGEN": "1", "HEADWATER_GATEWAY_UVLOOP": "1",
-             "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "10", "HEADWATER_GATEWAY_KAFKA_COMPRESSION": "none"},
+             "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "10", "HEADWATER_GATEWAY_KAFKA_COMPRESSION": "none",
+             "HEADWATER_GATEWAY_COMMIT_LANES": "1", "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS": "0"},
 }
+# Issue 28's changes, each on the defaults of the one before ("none" above is where they start).
+_ISSUE22 = VARIANTS["none"]
+VARIANTS.update({
+    "lanes2": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2"},
+    "lanes3": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "3"},
+    "lanes2_i20": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2", "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "20"},
+    "busy50": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2", "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS": "50"},
+    "busy100": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2", "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS": "100"},
+})
 
 
 def _start(env: dict[str, str], knobs: dict[str, str], port: int) -> subprocess.Popen[bytes]:
@@ -136,6 +149,12 @@ def main() -> int:
             env = stack.up().env
             plan = _pin(stack, cfg)
             broker = _procs(stack, cfg).broker
+            spec = next(s for s in topic_specs(cfg) if s.name == EVENTS_TOPIC)
+            ensure_topics(cfg.bootstrap, [TopicSpec(WARM_TOPIC, spec.partitions, spec.config)])
+            warm_s = float(os.environ.get("HEADWATER_BENCH_WARM_S", "120"))
+            warm = warm_broker(cfg.bootstrap, broker, max_seconds=warm_s, min_transactions=2000 if warm_s else 0)
+            print(f"broker warmed by {warm.transactions} transactions: {warm.first_ms_per_txn} -> "
+                  f"{warm.last_ms_per_txn} ms of its CPU per transaction", flush=True)
             cache = asyncio.run(_schema_cache(env["REGISTRY_URL"]))
             latest = cache.by_version(cache.routes["page_view"], None)
             assert latest is not None

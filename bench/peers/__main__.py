@@ -12,8 +12,10 @@ HEADWATER_BENCH_CONCURRENCY (keep-alive connections, default 64), HEADWATER_GATE
 more, give HEADWATER_BENCH_PIN=0: neither side is pinned and both may use every core), HEADWATER_BENCH_PIN
 (default 1), HEADWATER_PEERS_COMPRESSION (the peer's producer codec; default the gateway's:
 HEADWATER_GATEWAY_KAFKA_COMPRESSION, else the gateway configuration's default), HEADWATER_PEERS_EVENT_BYTES
-(pad each event's JSON to this size; default: the workload's, about 1.2 KB), HEADWATER_PEERS_NOTE (added to
-the run's note).
+(pad each event's JSON to this size; default: the workload's, about 1.2 KB), HEADWATER_PEERS_AVRO (default 1:
+also send the same events as Avro bodies to the gateway's fast path, a third side "gateway-avro"),
+HEADWATER_PEERS_WARM_S (longest broker warm-up before the rounds, default 120; 0 skips it),
+HEADWATER_PEERS_NOTE (added to the run's note).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ def options() -> Options:
         workers=_env_int("HEADWATER_GATEWAY_WORKERS", 1, 1), pin=os.environ.get("HEADWATER_BENCH_PIN", "1") != "0",
         compression=os.environ.get("HEADWATER_PEERS_COMPRESSION") or gateway_compression(),
         event_bytes=_env_int("HEADWATER_PEERS_EVENT_BYTES", 0),
+        avro=os.environ.get("HEADWATER_PEERS_AVRO", "1") != "0", warm_s=_env_int("HEADWATER_PEERS_WARM_S", 120),
     )
 
 

@@ -5,13 +5,17 @@ hex, which compresses about as well as the workload's own ids, so a compressed p
 
 from __future__ import annotations
 
+import io
 import json
 import random
+import uuid
 from typing import Any
 
+import fastavro
 import zstandard
 
 from bench.gateway.workload import Body, Workload
+from gateway.avro_batch import BATCH_SCHEMA
 
 _zstd_out = zstandard.ZstdCompressor(level=3)
 _zstd_in = zstandard.ZstdDecompressor()
@@ -39,6 +43,25 @@ def mean_event_bytes(bodies: list[Body]) -> float:
     return sum(sizes) / len(sizes) if sizes else 0.0
 
 
+def avro_twin(body: Body, schema: Any, schema_id: int) -> Body:
+    """The same batch as the gateway's Avro fast path takes it (what the SDKs send with `format="avro"`), with a
+    fresh batch_id and fresh event ids, so both bodies can be sent to the same topic and each event found once."""
+    doc = json.loads(_zstd_in.decompress(body.data, max_output_size=1 << 26))
+    framed = []
+    for event in doc["events"]:
+        rec = {**event, "event_id": str(uuid.uuid4()), "sent_at": doc["sent_at"], "received_at": None,
+               "sdk_name": doc["sdk"]["name"], "sdk_version": doc["sdk"]["version"]}
+        buf = io.BytesIO()
+        buf.write(b"\x00" + schema_id.to_bytes(4, "big"))
+        fastavro.schemaless_writer(buf, schema, rec)
+        framed.append(buf.getvalue())
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, BATCH_SCHEMA, {
+        "batch_id": str(uuid.uuid4()), "sent_at": doc["sent_at"], "sdk_name": doc["sdk"]["name"],
+        "sdk_version": doc["sdk"]["version"], "events": framed})
+    return Body(_zstd_out.compress(out.getvalue()), body.events, "application/vnd.headwater.batch+avro")
+
+
 class SizedWorkload:
     """JSON bodies from `Workload`, padded when `event_bytes` is set (0: as generated)."""
 
@@ -48,3 +71,7 @@ class SizedWorkload:
     def bodies(self, count: int) -> list[Body]:
         made = self.workload.bodies("json", count)
         return [pad(b, self.event_bytes) for b in made] if self.event_bytes else made
+
+    def avro(self, bodies: list[Body]) -> list[Body]:
+        """The Avro twins of `bodies` (`avro_twin`)."""
+        return [avro_twin(b, self.workload.schema, self.workload.schema_id) for b in bodies]

@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from stack.cpus import descendants
+from bench.cpus import descendants
 
 _TICK = os.sysconf("SC_CLK_TCK")
 

@@ -7,13 +7,11 @@ are JSON objects, whose `"event_id":"…"` member is found without parsing the w
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
+from common.kafka_read import read_to_end
 
 _JSON_KEY = b'"event_id":"'
 
@@ -66,38 +64,13 @@ class Durability:
 
 def read_ids(bootstrap: str, topic: str, *, committed: bool, json_values: bool,
              timeout_s: float = 300.0) -> Counter[str]:
-    """Every record's event id, from the beginning to the end offsets seen at the start."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"headwater-peers-{uuid.uuid4()}", "enable.auto.commit": False,
-        "isolation.level": "read_committed" if committed else "read_uncommitted", "auto.offset.reset": "earliest",
-    })
+    """Every record's event id, from the beginning to the end offsets seen at the start (common/kafka_read.py)."""
     extract = json_event_id if json_values else avro_event_id
     ids: Counter[str] = Counter()
-    try:
-        parts = consumer.list_topics(topic, timeout=30).topics[topic].partitions
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in parts}
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-        todo = {p for p, end in ends.items() if end > 0}
-        deadline = time.monotonic() + timeout_s
-        while todo and time.monotonic() < deadline:
-            for msg in consumer.consume(2000, timeout=1.0):
-                if msg.error():
-                    continue
-                part, offset = msg.partition() or 0, msg.offset() or 0
-                if offset + 1 >= ends[part]:
-                    todo.discard(part)
-                if offset < ends[part]:
-                    raw = msg.headers()
-                    headers = [(k, v) for k, v in (raw if isinstance(raw, list) else []) if isinstance(v, bytes)]
-                    ids[extract(msg.value() or b"", headers) or "?"] += 1
-            # read_committed stops before the last offset when it is a transaction marker: check the position.
-            for tp in consumer.position([TopicPartition(topic, p) for p in list(todo)]):
-                if tp.offset >= ends[tp.partition]:
-                    todo.discard(tp.partition)
-        if todo:
-            raise TimeoutError(f"{topic}: partitions {sorted(todo)} not read to their end in {timeout_s:.0f} s")
-    finally:
-        consumer.close()
+    for msg in read_to_end(bootstrap, topic, committed=committed, timeout_s=timeout_s):
+        raw = msg.headers()
+        headers = [(k, v) for k, v in (raw if isinstance(raw, list) else []) if isinstance(v, bytes)]
+        ids[extract(msg.value() or b"", headers) or "?"] += 1
     return ids
 
 

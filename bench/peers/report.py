@@ -14,6 +14,8 @@ _COLUMNS = (("events_per_s", "events/s"), ("events_per_server_cpu_s", "ev/server
             ("events_per_system_cpu_s", "ev/(server+broker)-CPU-s"), ("broker_ms_per_1k_events", "broker ms/1k ev"),
             ("broker_net_ms_per_1k_events", "net of idle"),
             ("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"))
+_OWN = (("half_own_rate_events_per_s", "half own saturation ev/s"), ("half_own_p50_ms", "p50 ms"),
+        ("half_own_p99_ms", "p99 ms"))
 
 
 def _width(title: str) -> int:
@@ -32,18 +34,31 @@ def print_report(line: dict[str, Any]) -> bool:
     print(f"common open-loop rate: {line['rate_events_per_s']:,} events/s; {line['bodies_per_phase']} bodies of 40 "
           f"events per closed-loop phase; {line['concurrency']} connections; pinned: {line['pinned']}")
     head = " ".join(f"{title:>{_width(title)}}" for _, title in _COLUMNS)
-    print(f"{'round':>5} {'side':8} {head} {'errors':>7}")
+    print(f"{'round':>5} {'side':12} {head} {'errors':>7}")
     for row in line["runs"]:
         cells = " ".join(f"{_cell(row.get(k)):>{_width(t)}}" for k, t in _COLUMNS)
-        print(f"{row['round']:>5} {row['side']:8} {cells} {row['errors'] + row['rate_errors']:>7}")
-    print("\ngateway ÷ peer")
-    print(f"{'round':>6} {head}")
+        print(f"{row['round']:>5} {row['side']:12} {cells} {row['errors'] + row['rate_errors']:>7}")
+    own = " ".join(f"{title:>{_width(title)}}" for _, title in _OWN)
+    print(f"\neach gateway path at half its own saturation of the round\n{'round':>5} {'side':12} {own}")
+    for row in line["runs"]:
+        if "half_own_p99_ms" in row:
+            print(f"{row['round']:>5} {row['side']:12} "
+                  + " ".join(f"{_cell(row.get(k)):>{_width(t)}}" for k, t in _OWN))
+    print("\ngateway ÷ peer (path: the gateway's JSON or Avro path; the peer takes JSON)")
+    print(f"{'round':>6} {'path':5} {head}")
     for row in line["ratios"]:
-        print(f"{row['round']!s:>6} " + " ".join(f"{_cell(row.get(k)):>{_width(t)}}" for k, t in _COLUMNS))
+        print(f"{row['round']!s:>6} {row.get('path', 'json'):5} "
+              + " ".join(f"{_cell(row.get(k)):>{_width(t)}}" for k, t in _COLUMNS))
     print(f"broker idle CPU, before the rounds and after each (cores): {line['broker_idle_cores']}")
     cores = line["cores_per_10k_events_per_s"]
-    print(f"cores per 10 k events/s (median): gateway {cores['gateway_server_cores']} + broker "
-          f"{cores['gateway_broker_cores']}; peer {cores['peer_server_cores']} + broker {cores['peer_broker_cores']}")
+    print("cores per 10 k events/s (median): " + "; ".join(
+        f"{side} {cores[f'{side}_server_cores']} + broker {cores[f'{side}_broker_cores']}"
+        for side in ("gateway", "gateway_avro", "peer") if f"{side}_server_cores" in cores))
+    if "broker_warmup" in line:
+        w = line["broker_warmup"]
+        print(f"broker warm-up: {w['transactions']} transactions in {w['seconds']} s, its CPU per transaction "
+              f"{w['first_ms_per_txn']} -> {w['last_ms_per_txn']} ms")
+    print("targets: " + ", ".join(f"{k} {'MET' if v else 'not met'}" for k, v in line["targets"].items()))
     ok = True
     for side, d in line["durability"].items():
         ok = ok and bool(d["ok"])

@@ -94,10 +94,44 @@ def capacity(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     """Cores per 10 k events/s at saturation, each side's median over rounds: the server's (10 k ÷ events per
     server CPU-second) and the broker's (its CPU-seconds per event × 10 k, net of its idle cost when measured)."""
     out: dict[str, float | None] = {}
-    for side in ("gateway", "peer"):
+    for side in ("gateway", "gateway-avro", "peer"):
         mine = [r for r in rows if r["side"] == side]
+        if not mine:
+            continue
         per_cpu = median([r["events_per_server_cpu_s"] for r in mine])
         broker = median([r.get("broker_net_ms_per_1k_events", r["broker_ms_per_1k_events"]) for r in mine])
-        out[f"{side}_server_cores"] = round(10_000 / per_cpu, 2) if per_cpu else None
-        out[f"{side}_broker_cores"] = round(broker / 100, 2) if broker is not None else None
+        key = side.replace("-", "_")
+        out[f"{key}_server_cores"] = round(10_000 / per_cpu, 2) if per_cpu else None
+        out[f"{key}_broker_cores"] = round(broker / 100, 2) if broker is not None else None
+    return out
+
+
+# Issue 28's targets: the ratios are medians over rounds, the latencies must hold in every round.
+P50_MS, HALF_OWN_P99_MS, SERVER_RATIO, SYSTEM_RATIO, BROKER_RATIO, AVRO_OVER_JSON = 15.0, 50.0, 3.0, 2.5, 1.2, 2.0
+
+
+def targets(rows: list[dict[str, Any]], ratio_rows: list[dict[str, Any]]) -> dict[str, bool]:
+    """Each target of the gateway against the peer, per path (json, avro): True when met."""
+    out: dict[str, bool] = {}
+    peer = {r["round"]: r for r in rows if r["side"] == "peer"}
+    for path, side in (("json", "gateway"), ("avro", "gateway-avro")):
+        mine = [r for r in rows if r["side"] == side]
+        med = next((r for r in ratio_rows if r.get("path", "json") == path and r["round"] == "median"), None)
+        if not mine or med is None:
+            continue
+        out[f"{path}_server_cpu_ratio_3"] = (med["events_per_server_cpu_s"] or 0) >= SERVER_RATIO
+        out[f"{path}_system_cpu_ratio_2_5"] = (med["events_per_system_cpu_s"] or 0) >= SYSTEM_RATIO
+        out[f"{path}_broker_per_event_1_2_of_peer"] = (med["broker_ms_per_1k_events"] or 99) <= BROKER_RATIO
+        out[f"{path}_p99_at_common_rate_le_peer_every_round"] = all(
+            r.get("p99_ms") is not None and r["p99_ms"] <= peer[r["round"]]["p99_ms"] for r in mine)
+        out[f"{path}_p50_at_common_rate_le_15ms_every_round"] = all((r.get("p50_ms") or 1e9) <= P50_MS for r in mine)
+        out[f"{path}_p99_at_half_own_saturation_le_50ms_every_round"] = all(
+            (r.get("half_own_p99_ms") or 1e9) <= HALF_OWN_P99_MS for r in mine)
+    json_rows = {r["round"]: r for r in rows if r["side"] == "gateway"}
+    avro: list[float | None] = [
+        r["events_per_server_cpu_s"] / json_rows[r["round"]]["events_per_server_cpu_s"] for r in rows
+        if r["side"] == "gateway-avro" and r["events_per_server_cpu_s"]
+        and json_rows.get(r["round"], {}).get("events_per_server_cpu_s")]
+    if avro:
+        out["avro_over_json_per_gateway_cpu_2"] = (median(avro) or 0) >= AVRO_OVER_JSON
     return out

@@ -13,6 +13,8 @@ from typing import Any
 import msgspec
 import zstandard
 
+from bench import cpus
+from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Body, Workload
 from bench.peers import readback
 from bench.peers.avro_jsonschema import avro_to_json_schema
@@ -28,9 +30,11 @@ from bench.peers.rounds import (
     net_of_idle,
     ratios,
     sustained_phase,
+    targets,
 )
+from gateway.avro_batch import decode_avro_batch
+from gateway.config import Limits
 from schemas.catalog import subject_for
-from stack import cpus
 from stack.config import StackConfig
 from stack.launcher import Stack
 from stack.services import services
@@ -50,6 +54,8 @@ class Options:
     pin: bool
     compression: str
     event_bytes: int = 0  # 0: the workload's own events (about 1.2 KB)
+    avro: bool = True  # also measure the gateway's Avro fast path (the same events as Avro bodies)
+    warm_s: float = 120.0  # longest broker warm-up before the rounds (bench/peers/warm.py)
 
 
 class _Ids(msgspec.Struct):
@@ -65,9 +71,20 @@ _unzstd = zstandard.ZstdDecompressor()
 
 
 def event_ids(bodies: list[Body]) -> list[str]:
-    """The ids of every event of `bodies` (what the durability check expects to find)."""
-    return [e.event_id for b in bodies
-            for e in _decode.decode(_unzstd.decompress(b.data, max_output_size=1 << 26)).events]
+    """The ids of every event of `bodies`, JSON or Avro (what the durability check expects to find)."""
+    ids: list[str] = []
+    for b in bodies:
+        raw = _unzstd.decompress(b.data, max_output_size=1 << 26)
+        if b.content_type == "application/json":
+            ids.extend(e.event_id for e in _decode.decode(raw).events)
+        else:
+            ids.extend(env.event_id for env in decode_avro_batch(raw, Limits()).envelopes if env is not None)
+    return ids
+
+
+def topic_of(side: str) -> str:
+    """Both gateway sides write to the gateway's topic: durability is tracked per topic."""
+    return "gateway" if side.startswith("gateway") else side
 
 
 class Session:
@@ -75,7 +92,9 @@ class Session:
         self.state, self.opts, self.binary, self.peer_port = state, opts, binary, peer_port
         self.cfg = StackConfig.from_env(stack_env)
         self.stack = Stack(self.cfg)
+        self.broker = self.stack.kafka.node(1).process  # the benchmark's stack has one broker
         self.sent: dict[str, set[str]] = {"gateway": set(), "peer": set()}
+        self.workload: SizedWorkload | None = None
         self.acked: dict[str, int] = {"gateway": 0, "peer": 0}
 
     def run(self) -> dict[str, Any]:
@@ -84,16 +103,25 @@ class Session:
             print("starting a private stack (Kafka, registry, gateway) ...", flush=True)
             env = self.stack.up().env
             spec = next(s for s in topic_specs(self.cfg) if s.name == EVENTS_TOPIC)
-            ensure_topics(self.cfg.bootstrap, [TopicSpec(PEER_TOPIC, spec.partitions, spec.config)])
+            ensure_topics(self.cfg.bootstrap, [TopicSpec(PEER_TOPIC, spec.partitions, spec.config),
+                                               TopicSpec(WARM_TOPIC, spec.partitions, spec.config)])
             schema_id, avro = self._schema(env["REGISTRY_URL"])
             plan = self._pin()
+            warm = warm_broker(self.cfg.bootstrap, self.broker.pid() or 0, max_seconds=self.opts.warm_s,
+                               min_transactions=2000 if self.opts.warm_s else 0)
+            print(f"broker warmed by {warm.transactions} transactions in {warm.seconds} s: its CPU per transaction "
+                  f"{warm.first_ms_per_txn} ms at first, {warm.last_ms_per_txn} ms at the end", flush=True)
             peer = self._start_peer(avro, plan)
             started = peer
-            sides = [Side("gateway", env["GATEWAY_URL"] + "/v1/batch", env["HEADWATER_WRITE_KEY"], self._gateway_pid),
-                     Side("peer", f"http://127.0.0.1:{self.peer_port}{PATH}", "unused", lambda: started.pid)]
+            gateway_url = env["GATEWAY_URL"] + "/v1/batch"
+            sides = [Side("gateway", gateway_url, env["HEADWATER_WRITE_KEY"], self._gateway_pid)]
+            if self.opts.avro:
+                sides.append(Side("gateway-avro", gateway_url, env["HEADWATER_WRITE_KEY"], self._gateway_pid))
+            sides.append(Side("peer", f"http://127.0.0.1:{self.peer_port}{PATH}", "unused", lambda: started.pid))
             results = self._rounds(sides, SizedWorkload(Workload(json.dumps(avro), schema_id), self.opts.event_bytes))
             results["durability"] = self._durability()
             results["pinned"] = plan is not None
+            results["broker_warmup"] = warm.__dict__
             return results
         finally:
             if peer is not None:
@@ -114,7 +142,7 @@ class Session:
         if plan is None:
             print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
             return None
-        others = [p for p in (self.stack.kafka.process.pid(), *(s.process(self.cfg).pid() for s in services(self.cfg)))
+        others = [p for p in (self.broker.pid(), *(s.process(self.cfg).pid() for s in services(self.cfg)))
                   if p]
         for pid in others:
             cpus.pin_process_tree(pid, plan.others)
@@ -137,17 +165,24 @@ class Session:
         return peer
 
     def _track(self, side: str, bodies: list[Body], failed_batches: int) -> None:
-        self.sent[side].update(event_ids(bodies))
-        self.acked[side] += (len(bodies) - failed_batches) * EVENTS_PER_BATCH
+        self.sent[topic_of(side)].update(event_ids(bodies))
+        self.acked[topic_of(side)] += (len(bodies) - failed_batches) * EVENTS_PER_BATCH
+
+    def _for(self, side: Side, bodies: list[Body]) -> list[Body]:
+        """The bodies as `side` takes them: the Avro twins for the gateway's Avro path, else the JSON bodies."""
+        assert self.workload is not None
+        return self.workload.avro(bodies) if side.name == "gateway-avro" else bodies
 
     def _rounds(self, sides: list[Side], workload: SizedWorkload) -> dict[str, Any]:
-        idle = [broker_idle_cores(self.stack.kafka.process.pid())]
+        idle = [broker_idle_cores(self.broker.pid())]
         print(f"broker idle: {idle[0]:.3f} cores; warming up both sides ...", flush=True)
+        self.workload = workload
         warm = workload.bodies(100)
         pilot = {}
         for side in sides:
-            result = sustained_phase(side, self.stack.kafka.process.pid(), warm, self.opts.concurrency)
-            self._track(side.name, warm, result["errors"])
+            mine = self._for(side, warm)
+            result = sustained_phase(side, self.broker.pid(), mine, self.opts.concurrency)
+            self._track(side.name, mine, result["errors"])
             pilot[side.name] = result["events_per_s"]
         count = int(min(5000, max(200, max(pilot.values()) * self.opts.seconds / EVENTS_PER_BATCH)))
         rate = self.opts.rate
@@ -155,23 +190,27 @@ class Session:
         ratio_rows: list[dict[str, Any]] = []
         for n in range(1, self.opts.rounds + 1):
             figures, rate = self._round(n, sides, workload, count, rate)
-            idle.append(broker_idle_cores(self.stack.kafka.process.pid(), 3.0))
+            idle.append(broker_idle_cores(self.broker.pid(), 3.0))
             rows.extend(figures)
         # The broker's idle CPU, before the rounds and after each: its mean is the fixed cost taken out.
         idle_mean = sum(idle) / len(idle)
         for row in rows:
             net_of_idle(row, idle_mean)
-        for n in range(1, self.opts.rounds + 1):
-            pair = {r["side"]: r for r in rows if r["round"] == n}
-            ratio_rows.append({"round": n, **ratios(pair["gateway"], pair["peer"])})
-        keys = [k for k in ratio_rows[0] if k != "round"]
-        ratio_rows.append({"round": "median", **{k: median([r[k] for r in ratio_rows]) for k in keys}})
+        paths = [("json", "gateway"), *([("avro", "gateway-avro")] if self.opts.avro else [])]
+        for path, name in paths:
+            per_round: list[dict[str, Any]] = []
+            for n in range(1, self.opts.rounds + 1):
+                pair = {r["side"]: r for r in rows if r["round"] == n}
+                per_round.append({"round": n, "path": path, **ratios(pair[name], pair["peer"])})
+            keys = [k for k in per_round[0] if k not in ("round", "path")]
+            per_round.append({"round": "median", "path": path,
+                              **{k: median([r[k] for r in per_round]) for k in keys}})
+            ratio_rows.extend(per_round)
         return {"event_json_bytes": round(mean_event_bytes(warm)), "broker_idle_cores": [round(i, 3) for i in idle],
                 "rate_events_per_s": rate, "bodies_per_phase": count,
                 "runs": rows, "ratios": ratio_rows,
                 "cores_per_10k_events_per_s": capacity(rows),
-                "targets": {"server_cpu_ratio_3": (ratio_rows[-1]["events_per_server_cpu_s"] or 0) >= 3.0,
-                            "system_cpu_ratio_2_5": (ratio_rows[-1]["events_per_system_cpu_s"] or 0) >= 2.5}}
+                "targets": targets(rows, ratio_rows)}
 
     def _round(self, n: int, sides: list[Side], workload: SizedWorkload, count: int,
                rate: int | None) -> tuple[list[dict[str, Any]], int]:
@@ -182,15 +221,25 @@ class Session:
         bodies = workload.bodies(count)
         figures: dict[str, dict[str, Any]] = {}
         for side in order:
-            figures[side.name] = sustained_phase(side, self.stack.kafka.process.pid(), bodies, self.opts.concurrency)
-            self._track(side.name, bodies, figures[side.name]["errors"])
+            mine = self._for(side, bodies)
+            figures[side.name] = sustained_phase(side, self.broker.pid(), mine, self.opts.concurrency)
+            self._track(side.name, mine, figures[side.name]["errors"])
             print(f"  {side.name}: {figures[side.name]['events_per_s']:,} events/s", flush=True)
         if rate is None:
-            rate = int(min(f["events_per_s"] for f in figures.values()) / 2)
+            rate = int(min(figures[s.name]["events_per_s"] for s in sides if s.name in ("gateway", "peer")) / 2)
         slow = workload.bodies(max(50, int(rate * self.opts.seconds / EVENTS_PER_BATCH)))
         for side in order:
-            figures[side.name].update(latency_phase(side, slow, rate))
-            self._track(side.name, slow, figures[side.name]["rate_errors"])
+            mine = self._for(side, slow)
+            figures[side.name].update(latency_phase(side, mine, rate))
+            self._track(side.name, mine, figures[side.name]["rate_errors"])
+        for side in order:  # each gateway path at half its own saturation of this round
+            if side.name == "peer":
+                continue
+            own = figures[side.name]["events_per_s"] / 2
+            mine = self._for(side, workload.bodies(max(50, int(own * self.opts.seconds / EVENTS_PER_BATCH))))
+            half = latency_phase(side, mine, own)
+            figures[side.name].update({f"half_own_{k}": v for k, v in half.items()})
+            self._track(side.name, mine, half["rate_errors"])
         return [{"round": n, "side": side.name, "order": i + 1, **figures[side.name]}
                 for i, side in enumerate(order)], rate
 

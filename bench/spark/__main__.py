@@ -28,11 +28,11 @@ from pyspark.sql import SparkSession
 
 from bench.spark import latency, throughput
 from bench.spark.generate import Encoder, generate, produce, register_catalog
-from common.envfile import read_env
+from common.envfile import read_env, stack_env_file
 from common.registry_client import RegistryClient
 from spark_pipeline import aggregate, decode, enrich, job, load
 from spark_pipeline.config import PipelineConfig, join
-from spark_pipeline.session import REPO_ROOT, build_session
+from spark_pipeline.session import build_session
 from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
 
 
@@ -150,7 +150,7 @@ def _realtime_query(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSn
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--env-file", type=Path, default=REPO_ROOT / ".headwater" / "stack.env")
+    parser.add_argument("--env-file", type=Path, default=stack_env_file())
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rate", type=int, default=400, help="events/s sent during the latency run")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import random
 import struct
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import Any
 import fastavro
 from confluent_kafka import Producer
 
+from common.kafka_produce import produce as produce_with_deadline
 from common.registry_client import RegistryClient
 from schemas.catalog import load_catalog
 
@@ -143,11 +145,7 @@ def produce(bootstrap: str, topic: str, payloads: list[tuple[bytes, bytes, list[
     producer.init_transactions(30)
     for start in range(0, len(payloads), batch):
         producer.begin_transaction()
+        deadline = time.monotonic() + 60
         for key, value, headers in payloads[start:start + batch]:
-            while True:
-                try:
-                    producer.produce(topic, key=key, value=value, headers=headers)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
+            produce_with_deadline(producer, topic, value, key, headers, deadline=deadline)
         producer.commit_transaction(60)

@@ -14,6 +14,20 @@ function formatNumber(v) {
   return v.toFixed(2);
 }
 
+// The value axis: four equal steps of 1, 2 or 5 times a power of ten reaching the largest value (whole steps for
+// whole-number series such as a lag in records), so that every tick label differs, even when all values are 0.
+function axisScale(values) {
+  const max = Math.max(0, ...values);
+  let raw = max / 4;
+  if (values.every(Number.isInteger)) raw = Math.max(raw, 1);
+  if (!(raw > 0)) raw = 1;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map(m => m * mag).find(s => s >= raw * (1 - 1e-12));
+  const decimals = step >= 1 ? 0 : Math.ceil(-Math.log10(step) - 1e-9);
+  const label = v => (step >= 1 ? formatNumber(v) : v.toFixed(decimals));
+  return { top: step * 4, ticks: [0, 1, 2, 3, 4].map(i => ({ value: step * i, label: label(step * i) })) };
+}
+
 function prepare(canvas) {
   const ctx = canvas.getContext("2d");
   ctx.clearRect(0, 0, canvas.width, canvas.height);
@@ -33,15 +47,14 @@ function lineChart(canvas, series, unit) {
     return 0;
   }
   const t0 = Math.min(...all.map(p => p[0])), t1 = Math.max(...all.map(p => p[0]));
-  const vmax = Math.max(1e-9, ...all.map(p => p[1])) * 1.1;
+  const scale = axisScale(all.map(p => p[1]));
   const x = t => left + (t1 === t0 ? 0 : (t - t0) / (t1 - t0)) * (W - left - right);
-  const y = v => top + (1 - v / vmax) * (H - top - bottom);
+  const y = v => top + (1 - v / scale.top) * (H - top - bottom);
   ctx.strokeStyle = "#e4e6eb";
   ctx.fillStyle = "#667";
-  for (let i = 0; i <= 4; i++) {
-    const v = vmax * i / 4;
-    ctx.beginPath(); ctx.moveTo(left, y(v)); ctx.lineTo(W - right, y(v)); ctx.stroke();
-    ctx.fillText(formatNumber(v), 4, y(v));
+  for (const tick of scale.ticks) {
+    ctx.beginPath(); ctx.moveTo(left, y(tick.value)); ctx.lineTo(W - right, y(tick.value)); ctx.stroke();
+    ctx.fillText(tick.label, 4, y(tick.value));
   }
   ctx.fillText(`${Math.round((t1 - t0) / 1000)} s`, W - right - 30, H - 8);
   let legendX = left;
@@ -93,4 +106,4 @@ function barChart(canvas, bars) {
   return shown.length;
 }
 
-window.HeadwaterCharts = { lineChart, barChart, formatNumber };
+window.HeadwaterCharts = { lineChart, barChart, formatNumber, axisScale };

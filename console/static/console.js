@@ -15,12 +15,17 @@ function keysOf(points, field) {
   return [...keys].sort();
 }
 
+// Every time on the page is UTC, as the aggregates' windows are.
+function utcTime(date) {
+  return date.toISOString().slice(11, 19) + " UTC";
+}
+
 function drawHealth(health) {
   const ul = document.getElementById("health");
   ul.replaceChildren();
   const add = (name, status) => {
     const li = document.createElement("li");
-    li.className = status === "ok" ? "ok" : "bad";
+    li.className = status === "ok" ? "ok" : status.startsWith("idle") ? "idle" : "bad";
     li.textContent = name + (status === "ok" ? "" : `: ${status}`);
     li.title = status;
     ul.appendChild(li);
@@ -65,14 +70,14 @@ function draw(snap) {
   state.drawn.windows = C.barChart(document.getElementById("windows"),
     win.rows.map(r => ({ label: `${r.event_type} ${r.region}`, value: r.events })));
   document.getElementById("windows-note").textContent = win.window_start
-    ? `window from ${new Date(win.window_start).toISOString()} (aggregates topic)` : "no aggregates yet: is the pipeline running?";
+    ? `window from ${new Date(win.window_start).toISOString().slice(0, 19).replace("T", " ")} UTC (aggregates topic)` : "no aggregates yet: is the pipeline running?";
   state.drawn.deadletters = C.barChart(document.getElementById("deadletters"),
     Object.entries(snap.deadletters.by_reason).map(([label, value]) => ({ label, value })));
   document.getElementById("deadletters-note").textContent =
     `${snap.deadletters.total} in the dead-letter topic; python -m deadletter summary shows them`;
   drawAudit(snap.loss_audit);
   drawHealth(snap.health);
-  document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()} · ${snap.samples} samples`;
+  document.getElementById("updated").textContent = `updated ${utcTime(new Date())} · ${snap.samples} samples`;
   state.draws += 1;
 }
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	headwater "github.com/headwater-dev/headwater-go"
+	headwater "github.com/headwater-dev/headwater/sdk-go"
 	posthog "github.com/posthog/posthog-go"
 	analytics "github.com/segmentio/analytics-go/v3"
 )

@@ -1,9 +1,9 @@
-module github.com/headwater-dev/headwater-go/bench
+module github.com/headwater-dev/headwater/sdk-go/bench
 
 go 1.22
 
 require (
-	github.com/headwater-dev/headwater-go v0.0.0
+	github.com/headwater-dev/headwater/sdk-go v0.0.0
 	github.com/klauspost/compress v1.17.11
 	github.com/posthog/posthog-go v1.5.2
 	github.com/segmentio/analytics-go/v3 v3.3.0
@@ -16,4 +16,4 @@ require (
 	github.com/segmentio/backo-go v1.0.0 // indirect
 )
 
-replace github.com/headwater-dev/headwater-go => ../
+replace github.com/headwater-dev/headwater/sdk-go => ../

@@ -25,6 +25,7 @@ const OPTIONS: Record<string, [keyof HeadwaterOptions, boolean]> = {
   queue_policy: ["queuePolicy", false], compression: ["compression", false], wire_format: ["wireFormat", false],
   registry_url: ["registryUrl", false], schema_refresh_s: ["schemaRefreshMs", true],
   request_timeout_s: ["requestTimeoutMs", true], retry_base_s: ["retryBaseMs", true], retry_max_s: ["retryMaxMs", true],
+  retry_refused_max_s: ["retryRefusedMaxMs", true], ca_bundle: ["caBundle", false],
   retry_deadline_s: ["retryDeadlineMs", true], max_in_flight: ["maxInFlight", false], exit_timeout_s: ["exitTimeoutMs", true],
   connection_max_age_s: ["connectionMaxAgeMs", true], max_pending_batches: ["maxPendingBatches", false],
   spool_max_bytes: ["spoolMaxBytes", false], spool_overflow: ["spoolOverflow", false], spool_fsync: ["spoolFsync", false],
@@ -96,10 +97,13 @@ async function handle(cmd: Json): Promise<Json> {
       return init(cmd);
     case "track":
       return track(cmd);
-    case "flush":
-      return { settled: await current().flush(timeoutMs) };
+    case "flush": { // false also when events were lost: settled then means nothing is left waiting
+      const all = await current().flush({ timeoutMs });
+      const m = current().metrics();
+      return { settled: all || (m.queued === 0 && m.pendingEvents === 0) };
+    }
     case "close":
-      return { delivered_all: await current().closeQuietly(timeoutMs) };
+      return { delivered_all: await current().closeQuietly({ timeoutMs }) };
     case "outcomes": {
       current();
       const out = reported;

@@ -1,10 +1,14 @@
 /** The public client: track() (never blocks), the batch/linger timer, the send pump, flush(), close(). */
 
 import { EventEmitter } from "node:events";
+import { readFileSync } from "node:fs";
 import { Batcher } from "./batcher.js";
 import { buildConfig, type Config, type HeadwaterOptions, optionsFromEnv } from "./config.js";
-import { ConfigError, type DeliveryError, EventsDroppedError, InvalidEventError, TransportError, UndeliveredError } from "./errors.js";
+import { ConfigError, type DeliveryError, EventsDroppedError, InvalidEventError, UndeliveredError } from "./errors.js";
+import type { Codec } from "./compress.js";
 import { Dispatcher } from "./dispatcher.js";
+import { Gate } from "./gate.js";
+import { Window } from "./limit.js";
 import { checkEventType, checkOptions, encodeEvent, encodeProperties, type EnvelopeParts, type TrackOptions } from "./event.js";
 import { newProducerId } from "./ids.js";
 import * as lifecycle from "./lifecycle.js";
@@ -12,6 +16,7 @@ import { Counters, type Metrics } from "./metrics.js";
 import { type DeliveryReport, Sender } from "./sender.js";
 import { DiskSpool } from "./spool.js";
 import { SchemaCache } from "./registry.js";
+import { Reporter } from "./report.js";
 import { MemoryStore } from "./store.js";
 import { HttpTransport, type Transport } from "./transport.js";
 
@@ -23,6 +28,26 @@ function openSpool(cfg: Config, report: (reason: string, n: number, detail: stri
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(`spoolDir (HEADWATER_SPOOL_DIR) ${cfg.spoolDir} is unusable: ${(err as Error).message}`);
   }
+}
+
+/** The CA certificates of the `caBundle` PEM file, or undefined (Node's trust store). */
+function readCaBundle(path: string | null): Buffer | undefined {
+  if (path === null) return undefined;
+  let pem: Buffer;
+  try {
+    pem = readFileSync(path);
+  } catch (err) {
+    throw new ConfigError(`caBundle (HEADWATER_CA_BUNDLE) ${path} is not readable: ${(err as Error).message}`);
+  }
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+    throw new ConfigError(`caBundle (HEADWATER_CA_BUNDLE) ${path} holds no PEM certificate`);
+  }
+  return pem;
+}
+
+/** Options of flush() and close(): how long to wait, in milliseconds. */
+export interface FlushOptions {
+  readonly timeoutMs?: number;
 }
 
 /** What track() did: accepted with its seq and event id, or refused (counted in `metrics().dropped`). */
@@ -54,10 +79,12 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   private nextSeq: number;
   private enqueued = 0;
   private readonly dispatcher: Dispatcher;
+  private readonly gate: Gate;
+  private readonly window: Window;
   private readonly extraTransports: Transport[] = [];
   private lingerTimer: NodeJS.Timeout | undefined;
   private closing: Promise<boolean> | undefined;
-  private readonly warned = new Map<string, number>(); // code -> last warning (no `failure` listener)
+  private readonly reporter = new Reporter(); // warnings when nobody listens to `failure`
 
   /** A client configured from `HEADWATER_*` variables; `overrides` win. */
   static fromEnv(overrides: Partial<HeadwaterOptions> = {}, env: NodeJS.ProcessEnv = process.env): Headwater {
@@ -68,6 +95,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     super();
     const cfg = buildConfig(options);
     this.config = cfg;
+    const ca = readCaBundle(cfg.caBundle); // before the spool is locked
     const report = (reason: string, n: number, detail: string): void => this.storeDropped(reason, n, detail);
     if (cfg.spoolDir !== null) {
       this.spool = openSpool(cfg, report);
@@ -85,22 +113,29 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
       contextJson: Object.keys(cfg.context).length > 0 ? JSON.stringify(cfg.context) : null,
     };
     this.batcher = new Batcher(this.store.producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
-    this.transport = cfg.transport ?? new HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs);
+    this.transport = cfg.transport ?? new HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs, ca);
+    this.gate = new Gate(cfg.retryRefusedMaxMs, this.abort.signal, (e) => this.fail(e));
+    this.window = new Window(cfg.maxInFlight);
     this.sender = new Sender(cfg, this.transport, this.counters, {
       delivered: (r) => this.safeEmit("delivery", r),
       failed: (e) => this.fail(e),
-    }, this.abort.signal, this.schemaCache(cfg));
+    }, this.abort.signal, this.gate, this.window, this.schemaCache(cfg, ca));
     this.dispatcher = new Dispatcher(cfg, this.store, this.sender, this.spool !== undefined, this.abort.signal, this.counters,
       (e) => this.fail(e), () => this.moveSealed());
     if (cfg.handleExit) lifecycle.register(this);
     if (this.recovered > 0) queueMicrotask(() => this.dispatcher.pump());
   }
 
-  private schemaCache(cfg: Config): SchemaCache | undefined {
+  private schemaCache(cfg: Config, ca: Buffer | undefined): SchemaCache | undefined {
     if (cfg.wireFormat !== "avro" || cfg.registryUrl === null) return undefined;
-    const transport = cfg.transport ?? new HttpTransport(cfg.registryUrl.startsWith("https:"), 1, cfg.connectionMaxAgeMs);
+    const transport = cfg.transport ?? new HttpTransport(cfg.registryUrl.startsWith("https:"), 1, cfg.connectionMaxAgeMs, ca);
     if (transport !== this.transport) this.extraTransports.push(transport);
     return new SchemaCache(cfg.registryUrl, transport, cfg.schemaRefreshMs, cfg.requestTimeoutMs);
+  }
+
+  /** The body's codec: `encoding` (zstd, or gzip where zstd is unavailable) and its `implementation`. */
+  codec(): Promise<Codec> {
+    return this.sender.codec;
   }
 
   /** This producer's id: persisted in the spool directory, else new for each client. */
@@ -149,11 +184,17 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     return { ok: true, seq, eventId: ev.eventId };
   }
 
-  /** Send everything accepted so far; resolves true once all of it is acknowledged, rejected or dropped. */
-  async flush(timeoutMs?: number): Promise<boolean> {
+  /**
+   * Send everything accepted so far and wait (at most `timeoutMs`, default no bound) until all of it is
+   * acknowledged, rejected or dropped. Resolves true only if it all settled in time and no accepted event was
+   * rejected or dropped since the previous flush() (or since the start): false tells the caller that events
+   * were lost, as `metrics()` and the `failure` events say which.
+   */
+  async flush(options: FlushOptions = {}): Promise<boolean> {
     const target = this.enqueued + this.recovered;
     this.sealOpen();
-    return this.counters.until(target, timeoutMs);
+    const settled = await this.counters.until(target, options.timeoutMs);
+    return this.counters.noLossSinceLastCheck() && settled;
   }
 
   /**
@@ -161,8 +202,8 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
    * was acknowledged; rejects with `UndeliveredError` otherwise (with a spool, what was not delivered stays
    * on disk for the next client). Idempotent: a second call settles the same way.
    */
-  async close(timeoutMs?: number): Promise<void> {
-    const delivered = await this.closeQuietly(timeoutMs);
+  async close(options: FlushOptions = {}): Promise<void> {
+    const delivered = await this.closeQuietly(options);
     if (!delivered) {
       const m = this.metrics();
       const missing = this.enqueued + this.recovered - m.acknowledged;
@@ -172,8 +213,8 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   }
 
   /** close(), resolving true if every accepted event was acknowledged (never rejects). */
-  closeQuietly(timeoutMs?: number): Promise<boolean> {
-    if (this.closing === undefined) this.closing = this.shutdown(timeoutMs ?? this.config.exitTimeoutMs);
+  closeQuietly(options: FlushOptions = {}): Promise<boolean> {
+    if (this.closing === undefined) this.closing = this.shutdown(options.timeoutMs ?? this.config.exitTimeoutMs);
     return this.closing;
   }
 
@@ -184,14 +225,19 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
 
   /** A snapshot of the delivery counters. */
   metrics(): Metrics {
-    return this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents());
+    return this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents(),
+      this.window.limit.window);
   }
 
   private async shutdown(timeoutMs: number): Promise<boolean> {
     this.stateValue = "closing";
-    const flushed = await this.flush(timeoutMs);
+    this.gate.wake(true); // every batch waiting in backoff is sent again now (protocol.md §6.3)
+    const target = this.enqueued + this.recovered;
+    this.sealOpen();
+    const flushed = await this.counters.until(target, timeoutMs);
     this.stateValue = "closed";
     this.abort.abort();
+    this.window.stop();
     clearTimeout(this.lingerTimer);
     this.transport.close(); // ends requests still in flight: nothing is sent after close() returns
     for (const t of this.extraTransports) t.close();
@@ -203,6 +249,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     }
     if (this.spool !== undefined) await this.spool.settled();
     this.store.close(this.nextSeq);
+    this.reporter.close();
     lifecycle.unregister(this);
     return flushed && this.counters.acknowledged >= this.enqueued + this.recovered;
   }
@@ -222,17 +269,13 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     return { ok: false, reason };
   }
 
-  /** Report `error` to `failure` listeners; without one, warn (once a minute per code; retries not at all). */
+  /** Report `error` to `failure` listeners; without one, warn (a line per kind at most every 10 s, with counts). */
   private fail(error: DeliveryError): void {
     if (this.listenerCount("failure") > 0) {
       this.safeEmit("failure", error);
       return;
     }
-    if (error instanceof TransportError) return; // retried; a final failure comes as a drop or a refusal
-    const now = Date.now();
-    if ((this.warned.get(error.code) ?? 0) > now - 60_000) return;
-    this.warned.set(error.code, now);
-    process.emitWarning(`headwater: ${error.message} (add a 'failure' listener to see every report)`, { code: error.code });
+    this.reporter.report(error);
   }
 
   /** Emit without letting a listener's exception reach the delivery machinery. */

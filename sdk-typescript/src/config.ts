@@ -45,9 +45,14 @@ export interface HeadwaterOptions {
   retryDeadlineMs?: number;
   retryBaseMs?: number;
   retryMaxMs?: number;
+  /** Backoff cap after a refused connection and while close() waits (protocol.md §6.3). */
+  retryRefusedMaxMs?: number;
   connectionMaxAgeMs?: number;
   exitTimeoutMs?: number;
+  /** The ceiling of the adaptive in-flight limit (protocol.md §6.2), 1..64. */
   maxInFlight?: number;
+  /** A PEM file of CA certificates trusted instead of the system's, for https endpoints (a private CA). */
+  caBundle?: string | null;
   nodeId?: string;
   context?: Record<string, string>;
   /** Flush and close on `beforeExit`, SIGTERM and SIGINT (bounded by `exitTimeoutMs`). Default true. */
@@ -56,8 +61,9 @@ export interface HeadwaterOptions {
   transport?: Transport;
 }
 
-export type Config = Readonly<Required<Omit<HeadwaterOptions, "spoolDir" | "transport" | "registryUrl">>> & {
+export type Config = Readonly<Required<Omit<HeadwaterOptions, "spoolDir" | "transport" | "registryUrl" | "caBundle">>> & {
   readonly spoolDir: string | null;
+  readonly caBundle: string | null;
   readonly registryUrl: string | null;
   readonly transport: Transport | undefined;
 };
@@ -82,9 +88,11 @@ export const DEFAULTS = {
   retryDeadlineMs: 300_000,
   retryBaseMs: 500,
   retryMaxMs: 30_000,
+  retryRefusedMaxMs: 2_000,
   connectionMaxAgeMs: 300_000,
   exitTimeoutMs: 5_000,
-  maxInFlight: 4,
+  maxInFlight: 16,
+  caBundle: null,
   handleExit: true,
 } as const;
 
@@ -111,9 +119,11 @@ const ENV: Record<string, [string, "str" | "int" | "ms"]> = {
   retryDeadlineMs: ["RETRY_DEADLINE_S", "ms"],
   retryBaseMs: ["RETRY_BASE_S", "ms"],
   retryMaxMs: ["RETRY_MAX_S", "ms"],
+  retryRefusedMaxMs: ["RETRY_REFUSED_MAX_S", "ms"],
   connectionMaxAgeMs: ["CONNECTION_MAX_AGE_S", "ms"],
   exitTimeoutMs: ["EXIT_TIMEOUT_S", "ms"],
   maxInFlight: ["MAX_IN_FLIGHT", "int"],
+  caBundle: ["CA_BUNDLE", "str"],
   nodeId: ["NODE_ID", "str"],
 };
 const ALIASES: Record<string, string> = { ENDPOINT: "GATEWAY_URL", REGISTRY_URL: "REGISTRY_URL" };
@@ -175,6 +185,9 @@ export function buildConfig(options: HeadwaterOptions): Config {
   if (cfg.spoolDir !== null && (typeof cfg.spoolDir !== "string" || cfg.spoolDir === "")) {
     throw new ConfigError("spoolDir (HEADWATER_SPOOL_DIR) must be a path or null");
   }
+  if (cfg.caBundle !== null && (typeof cfg.caBundle !== "string" || cfg.caBundle === "")) {
+    throw new ConfigError("caBundle (HEADWATER_CA_BUNDLE) must be a path to a PEM file or null");
+  }
   checkChoice("wireFormat", cfg.wireFormat, WIRE_FORMATS);
   if (cfg.registryUrl !== null) checkUrl("registryUrl", cfg.registryUrl);
   if (cfg.wireFormat === "avro" && cfg.registryUrl === null) {
@@ -192,7 +205,7 @@ export function buildConfig(options: HeadwaterOptions): Config {
   checkInt("spoolMaxBytes", cfg.spoolMaxBytes, 1024, 2 ** 50);
   checkInt("maxInFlight", cfg.maxInFlight, 1, 64);
   for (const name of ["lingerMs", "exitTimeoutMs"] as const) checkNumber(name, cfg[name], 0, 86_400_000);
-  for (const name of ["requestTimeoutMs", "retryDeadlineMs", "retryBaseMs", "retryMaxMs", "connectionMaxAgeMs", "schemaRefreshMs"] as const) {
+  for (const name of ["requestTimeoutMs", "retryDeadlineMs", "retryBaseMs", "retryMaxMs", "retryRefusedMaxMs", "connectionMaxAgeMs", "schemaRefreshMs"] as const) {
     checkNumber(name, cfg[name], 1, 86_400_000 * 365);
   }
   if (typeof cfg.nodeId !== "string" || cfg.nodeId === "") {

@@ -1,4 +1,7 @@
-/** The send pump: up to `maxInFlight` deliveries at once, each batch's outcome applied to the store. */
+/**
+ * The send pump: up to `maxInFlight` deliveries at once (each request inside the adaptive in-flight window and
+ * the client's gate, see sender.ts), each batch's outcome applied to the store.
+ */
 
 import type { Config } from "./config.js";
 import { type DeliveryError, EventsDroppedError } from "./errors.js";
@@ -11,8 +14,6 @@ import type { Batch } from "./wire.js";
 export class Dispatcher {
   private inFlight = 0;
   private readonly sends = new Set<Promise<void>>();
-  private pausedUntil = 0;
-  private pauseTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly cfg: Config,
@@ -28,7 +29,7 @@ export class Dispatcher {
 
   /** Start sends while fewer than `maxInFlight` are running and batches are ready. */
   pump(): void {
-    if (this.abort.aborted || Date.now() < this.pausedUntil) return;
+    if (this.abort.aborted) return;
     while (this.inFlight < this.cfg.maxInFlight) {
       const batch = this.store.take();
       if (batch === undefined) return;
@@ -47,7 +48,6 @@ export class Dispatcher {
 
   /** After the abort: wait (at most `boundMs`) until every send has settled. */
   async drain(boundMs: number): Promise<void> {
-    clearTimeout(this.pauseTimer);
     let bound: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...this.sends]), new Promise((r) => { bound = setTimeout(r, boundMs); })]);
     clearTimeout(bound);
@@ -64,20 +64,8 @@ export class Dispatcher {
       this.counters.settle(0, 0, { closed_unsent: batch.events.length });
       this.fail(new EventsDroppedError("closed_unsent", batch.events.length, "client closed during a retry"));
     } else {
-      this.store.release(batch);
-      if (!this.abort.aborted) this.pause();
+      this.store.release(batch); // past its deadline with a spool: the gate paces the next attempt
     }
     this.afterSend();
-  }
-
-  /** The gateway stayed away past a batch's retry deadline (the spool kept it): pause sends for `retryMaxMs`. */
-  private pause(): void {
-    this.pausedUntil = Date.now() + this.cfg.retryMaxMs;
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = setTimeout(() => {
-      this.pausedUntil = 0;
-      this.pump();
-    }, this.cfg.retryMaxMs);
-    this.pauseTimer.unref();
   }
 }

@@ -6,6 +6,7 @@
  * ├── ConfigError              bad option or environment variable; thrown by the constructor / fromEnv()
  * │   └── SpoolLockedError     another live client owns this spool directory
  * ├── InvalidEventError        bad arguments to track(); thrown by track()
+ * ├── SubscriptionError        subscribe(): a refusal that is not retried (subscribe.ts)
  * └── DeliveryError            reported through the client's events, never thrown by track()
  *     ├── EventsDroppedError   events dropped, with the reason and the count
  *     ├── BatchRejectedError   the gateway refused a whole batch without retry (4xx, 413 of one event)

@@ -7,7 +7,8 @@
  * gateway accepted. `rejected`: events the gateway rejected permanently. `dropped`: events dropped, by reason.
  * `retries`: retried send attempts. `pendingBatches`/`pendingEvents`: sealed but not yet acknowledged.
  * `spoolBytes`: bytes held by the store. `spooledEvents`: pending events already in spool files (they survive a
- * crash; the others are still being written).
+ * crash; the others are still being written). `inFlightLimit`: the adaptive in-flight window now (protocol.md
+ * §6.2), between 1 and `maxInFlight`.
  */
 export interface Metrics {
   queued: number;
@@ -23,6 +24,7 @@ export interface Metrics {
   pendingEvents: number;
   spoolBytes: number;
   spooledEvents: number;
+  inFlightLimit: number;
 }
 
 /** Mutable counters; `settled` (acked + rejected + dropped after acceptance) drives flush() and close(). */
@@ -34,6 +36,7 @@ export class Counters {
   batchesSent = 0;
   settled = 0;
   readonly dropped: Record<string, number> = {};
+  private lostMark = 0; // accepted events lost (rejected or dropped) at the previous noLossSinceLastCheck()
   private waiters: Array<{ target: number; resolve: () => void }> = [];
 
   /** Count events that reached a final state, and wake flush() waiters whose target is reached. */
@@ -51,6 +54,14 @@ export class Counters {
       this.waiters = this.waiters.filter((w) => w.target > this.settled);
       for (const w of ready) w.resolve();
     }
+  }
+
+  /** True if no accepted event was rejected or dropped since the previous call (or the start). */
+  noLossSinceLastCheck(): boolean {
+    const lost = this.settled - this.acknowledged;
+    const none = lost === this.lostMark;
+    this.lostMark = lost;
+    return none;
   }
 
   /** Count events refused before they were accepted (no seq): not part of `settled`. */
@@ -79,7 +90,7 @@ export class Counters {
     return this.waiters.length;
   }
 
-  snapshot(queued: number, enqueued: number, store: [number, number, number], spooled: number): Metrics {
+  snapshot(queued: number, enqueued: number, store: [number, number, number], spooled: number, inFlightLimit: number): Metrics {
     const dropped = { ...this.dropped };
     return {
       queued,
@@ -95,6 +106,7 @@ export class Counters {
       pendingEvents: store[1],
       spoolBytes: store[2],
       spooledEvents: spooled,
+      inFlightLimit,
     };
   }
 }

@@ -1,6 +1,6 @@
 /**
- * The retry rule (DECISIONS 1, protocol.md section 6): classify a status (pure), full-jitter backoff that is
- * never shorter than Retry-After, and an abortable, unref'd sleep.
+ * The retry rule (protocol.md §4 and §6): classify a status (pure), and full-jitter backoff that is never
+ * shorter than Retry-After.
  */
 
 /** What an HTTP status means for a batch. */
@@ -16,27 +16,13 @@ export function classify(status: number): Outcome {
   return "refused";
 }
 
-/** Milliseconds to wait before retry `attempt` (1-based): full jitter, at least `retryAfterS` (capped at 10x cap). */
+/** A Retry-After is honoured up to this many times `retryMaxMs` (protocol.md §6). */
+export const RETRY_AFTER_CAP_FACTOR = 10;
+
+/** Milliseconds to wait before retry `attempt` (1-based): full jitter, never shorter than `retryAfterS`. */
 export function backoffMs(attempt: number, baseMs: number, capMs: number, retryAfterS: number | undefined,
                           random: () => number = Math.random): number {
   let delay = random() * Math.min(capMs, baseMs * 2 ** Math.min(attempt - 1, 52));
-  if (retryAfterS !== undefined) delay = Math.max(delay, Math.min(retryAfterS * 1000, capMs * 10));
+  if (retryAfterS !== undefined) delay = Math.max(delay, retryAfterS * 1000);
   return delay;
-}
-
-/** Resolve after `ms` (true), or at once when `signal` aborts (false); the timer never keeps the process alive. */
-export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    timer.unref();
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }

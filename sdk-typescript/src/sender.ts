@@ -1,11 +1,13 @@
 /** Delivering one batch: encode, compress, POST with retries, and turn the answer into an action on the store. */
 
 import type { Config } from "./config.js";
-import { compress } from "./compress.js";
+import { type Codec, codecFor } from "./compress.js";
 import { BatchRejectedError, EventRejectedError, RetryableStatusError, TransportError, type DeliveryError } from "./errors.js";
 import { splitBatchId } from "./ids.js";
 import type { Counters } from "./metrics.js";
-import { backoffMs, classify, sleep } from "./retry.js";
+import type { Gate } from "./gate.js";
+import type { Signal, Window } from "./limit.js";
+import { backoffMs, classify, RETRY_AFTER_CAP_FACTOR } from "./retry.js";
 import type { HttpResponse, Transport } from "./transport.js";
 import { AvroMismatch, avroBatchBody, framed } from "./avro.js";
 import type { SchemaCache } from "./registry.js";
@@ -42,7 +44,7 @@ interface Encoded {
   localRejects: EventRejectedError[];
 }
 
-/** The two halves of a batch (DECISIONS 2): first floor(n/2) events, then the rest, with derived ids. */
+/** The two halves of a batch (protocol.md §4, splitting on 413): first floor(n/2) events, then the rest, with derived ids. */
 export function split(batch: Batch): [Batch, Batch] {
   const mid = Math.floor(batch.events.length / 2);
   const half = (k: number, events: readonly string[]): Batch => ({
@@ -59,8 +61,10 @@ export function split(batch: Batch): [Batch, Batch] {
 /** Sends batches to `{endpoint}/v1/batch`; counts and reports what happened. */
 export class Sender {
   private readonly url: string;
-  private readonly headers: Record<string, string>;
-  private readonly avroHeaders: Record<string, string>;
+  /** The body's codec, chosen once (zstd may fall back to gzip: see compress.ts). */
+  readonly codec: Promise<Codec>;
+  private headers: Record<string, string> = {};
+  private avroHeaders: Record<string, string> = {};
   private readonly firstSent = new Map<string, number>(); // batch id -> sent_at of its first send
 
   constructor(
@@ -69,19 +73,23 @@ export class Sender {
     private readonly counters: Counters,
     private readonly events: SenderEvents,
     private readonly abort: AbortSignal,
+    private readonly gate: Gate,
+    private readonly window: Window,
     private readonly schemas: SchemaCache | undefined,
   ) {
     this.url = `${cfg.endpoint.replace(/\/+$/, "")}/v1/batch`;
-    this.headers = {
-      "Content-Type": JSON_TYPE,
-      "Content-Encoding": cfg.compression,
-      Authorization: `Bearer ${cfg.writeKey}`,
-      "User-Agent": USER_AGENT,
-    };
-    this.avroHeaders = { ...this.headers, "Content-Type": AVRO_TYPE };
+    this.codec = codecFor(cfg.compression).then((codec) => {
+      this.headers = { "Content-Type": JSON_TYPE, "Content-Encoding": codec.encoding, Authorization: `Bearer ${cfg.writeKey}`,
+        "User-Agent": USER_AGENT };
+      this.avroHeaders = { ...this.headers, "Content-Type": AVRO_TYPE };
+      return codec;
+    });
   }
 
-  /** Send `batch` until answered; `keepOnFailure` (a spool) keeps it after the retry deadline. */
+  /**
+   * Send `batch` until answered; `keepOnFailure` (a spool) keeps it after the retry deadline. Every attempt
+   * passes the client's gate (protocol.md §6.1) and takes a place in the in-flight window (§6.2).
+   */
   async deliver(batch: Batch, keepOnFailure: boolean): Promise<Action> {
     const n = batch.events.length;
     this.counters.sent += n;
@@ -91,46 +99,73 @@ export class Sender {
       sentAt = Date.now();
       this.firstSent.set(batch.batchId, sentAt);
     }
-    const deadline = Date.now() + this.cfg.retryDeadlineMs;
-    let encoded: Encoded | undefined;
-    for (let attempt = 1; ; attempt++) {
-      let failure: TransportError;
-      try {
-        encoded ??= await this.encode(batch, sentAt); // a registry look-up may fail: retried like a send
-        const resp = encoded.sentIndex.length === 0 ? { status: 200, headers: {}, body: Buffer.from("{}") }
-          : await this.transport.send({ method: "POST", url: this.url, headers: encoded.contentType === AVRO_TYPE ? this.avroHeaders : this.headers,
-            body: encoded.body }, this.cfg.requestTimeoutMs);
-        if (classify(resp.status) !== "retry") {
-          this.firstSent.delete(batch.batchId);
-          return this.answered(batch, encoded, resp);
+    const me = this.gate.newId();
+    try {
+      const deadline = Date.now() + this.cfg.retryDeadlineMs;
+      let encoded: Encoded | undefined;
+      for (let attempt = 1; ; attempt++) {
+        if (!(await this.gate.enter(me))) return { kind: "release" };
+        let failure: TransportError;
+        try {
+          encoded ??= await this.encode(batch, sentAt); // a registry look-up may fail: retried like a send
+          const resp = await this.post(encoded);
+          if (resp === undefined) return { kind: "release" }; // stopped while waiting for a place
+          if (classify(resp.status) !== "retry") {
+            this.gate.answered();
+            this.firstSent.delete(batch.batchId);
+            return this.answered(batch, encoded, resp);
+          }
+          const [code, message] = parseError(resp.body, resp.status);
+          failure = new RetryableStatusError(resp.status, parseRetryAfter(resp.headers["retry-after"]), `${code} ${message}`);
+        } catch (err) {
+          failure = err instanceof TransportError ? err : new TransportError(String(err));
         }
-        const [code, message] = parseError(resp.body, resp.status);
-        failure = new RetryableStatusError(resp.status, parseRetryAfter(resp.headers["retry-after"]), `${code} ${message}`);
-      } catch (err) {
-        failure = err instanceof TransportError ? err : new TransportError(String(err));
+        if (this.abort.aborted) return { kind: "release" };
+        const since = this.gate.failed(me, failure);
+        const retryAfterS = failure instanceof RetryableStatusError && failure.retryAfter !== undefined
+          ? Math.min(failure.retryAfter, (RETRY_AFTER_CAP_FACTOR * this.cfg.retryMaxMs) / 1000) : undefined;
+        if (retryAfterS !== undefined) this.gate.hold(retryAfterS * 1000);
+        const cap = failure.code === "connection_refused" ? Math.min(this.cfg.retryRefusedMaxMs, this.cfg.retryMaxMs) : this.cfg.retryMaxMs;
+        const wait = this.gate.capped(backoffMs(attempt, this.cfg.retryBaseMs, cap, retryAfterS));
+        if (Date.now() + wait > deadline) {
+          this.events.failed(failure);
+          if (keepOnFailure) return { kind: "release" };
+          this.firstSent.delete(batch.batchId);
+          this.counters.settle(0, 0, { retry_deadline: n });
+          this.events.failed(new TransportError(`batch ${batch.batchId}: ${n} event(s) dropped after the retry deadline`, "retry_deadline"));
+          return { kind: "ack" };
+        }
+        this.counters.retries += 1;
+        if (!(await this.gate.backoff(wait, since))) return { kind: "release" };
       }
-      const wait = backoffMs(attempt, this.cfg.retryBaseMs, this.cfg.retryMaxMs,
-        failure instanceof RetryableStatusError ? failure.retryAfter : undefined);
-      if (this.abort.aborted) return { kind: "release" };
-      if (Date.now() + wait > deadline) {
-        this.events.failed(failure);
-        if (keepOnFailure) return { kind: "release" };
-        this.firstSent.delete(batch.batchId);
-        this.counters.settle(0, 0, { retry_deadline: n });
-        this.events.failed(new TransportError(`batch ${batch.batchId}: ${n} event(s) dropped after the retry deadline`, "retry_deadline"));
-        return { kind: "ack" };
-      }
-      this.counters.retries += 1;
-      this.events.failed(failure);
-      if (!(await sleep(wait, this.abort))) return { kind: "release" };
+    } finally {
+      this.gate.gaveUp(me);
+    }
+  }
+
+  /** One attempt inside a place of the window; undefined when the client stopped while waiting for a place. */
+  private async post(encoded: Encoded): Promise<HttpResponse | undefined> {
+    if (encoded.sentIndex.length === 0) return { status: 200, headers: {}, body: Buffer.from("{}") };
+    const slot = await this.window.acquire();
+    if (slot === undefined) return undefined;
+    let signal: Signal = "failure"; // no answer (connection error, timeout) unless one is read
+    try {
+      const resp = await this.transport.send({ method: "POST", url: this.url,
+        headers: encoded.contentType === AVRO_TYPE ? this.avroHeaders : this.headers, body: encoded.body }, this.cfg.requestTimeoutMs);
+      const outcome = classify(resp.status);
+      signal = outcome === "done" ? "success" : outcome === "retry" ? "failure" : "neutral";
+      return resp;
+    } finally {
+      this.window.release(slot, signal);
     }
   }
 
   /** The compressed body: JSON, or the Avro fast path with each event framed with its registered schema. */
   private async encode(batch: Batch, sentAt: number): Promise<Encoded> {
     const all = batch.events.map((_e, i) => i);
+    const codec = await this.codec;
     if (this.schemas === undefined) {
-      return { body: compress(jsonBody(batch, sentAt), this.cfg.compression), contentType: JSON_TYPE, sentIndex: all, localRejects: [] };
+      return { body: codec.compress(jsonBody(batch, sentAt)), contentType: JSON_TYPE, sentIndex: all, localRejects: [] };
     }
     const events: Buffer[] = [];
     const sentIndex: number[] = [];
@@ -158,7 +193,7 @@ export class Sender {
       }
     }
     const body = avroBatchBody(batch.batchId, sentAt, SDK_NAME, VERSION, events);
-    return { body: compress(body, this.cfg.compression), contentType: AVRO_TYPE, sentIndex, localRejects };
+    return { body: codec.compress(body), contentType: AVRO_TYPE, sentIndex, localRejects };
   }
 
   private answered(batch: Batch, encoded: Encoded, resp: HttpResponse): Action {

@@ -5,6 +5,8 @@
  * Node's Agent, so they never keep the process alive), reconnects when the gateway answers
  * `Connection: close`, caps the response body, and replaces its Agent after `connectionMaxAgeMs` minus up to
  * 20 % jitter so a load balancer can rebalance; the old Agent is destroyed once its requests are answered.
+ * https endpoints are verified (chain and host name) against Node's trust store, or against the CA certificates
+ * `ca` (the `caBundle` option's PEM) when given; there is no switch to turn verification off.
  */
 
 import * as http from "node:http";
@@ -50,13 +52,15 @@ export class HttpTransport implements Transport {
     private readonly https: boolean,
     private readonly maxSockets: number,
     private readonly maxAgeMs: number,
+    private readonly ca?: Buffer,
   ) {
     this.pool = this.newPool();
   }
 
   private newPool(): Pool {
     const options = { keepAlive: true, maxSockets: this.maxSockets, maxFreeSockets: this.maxSockets, scheduling: "lifo" as const };
-    const agent = this.https ? new https.Agent(options) : new http.Agent(options);
+    const agent = this.https ? new https.Agent({ ...options, rejectUnauthorized: true, ...(this.ca ? { ca: this.ca } : {}) })
+      : new http.Agent(options);
     return { agent, active: 0, expires: Date.now() + this.maxAgeMs * (0.8 + 0.2 * Math.random()), retired: false };
   }
 
@@ -95,8 +99,9 @@ export class HttpTransport implements Transport {
         req.destroy(new TransportError(`${request.method} ${request.url}: no answer within ${timeoutMs} ms`, "timeout"));
       }, timeoutMs);
       timer.unref();
-      req.on("error", (err) => {
-        finish(err instanceof TransportError ? err : new TransportError(`${request.method} ${request.url}: ${err.message}`, "connection_error"));
+      req.on("error", (err: NodeJS.ErrnoException) => {
+        const code = err.code === "ECONNREFUSED" ? "connection_refused" : "connection_error"; // refused: nothing listens
+        finish(err instanceof TransportError ? err : new TransportError(`${request.method} ${request.url}: ${err.message}`, code));
       });
       req.on("response", (res) => {
         const chunks: Buffer[] = [];
@@ -122,4 +127,30 @@ export class HttpTransport implements Transport {
     this.pool.retired = true;
     this.pool.agent.destroy();
   }
+}
+
+/** A fake transport for tests of code that uses the SDK: records every request and answers with `handler`. */
+export class MemoryTransport implements Transport {
+  readonly requests: HttpRequest[] = [];
+  closed = false;
+
+  /** `handler` answers each request; the default answers a batch with 200, every event accepted (else 404). */
+  constructor(public handler: (request: HttpRequest) => HttpResponse | Promise<HttpResponse> = acceptAll) {}
+
+  send(request: HttpRequest, _timeoutMs: number): Promise<HttpResponse> {
+    if (this.closed) return Promise.reject(new TransportError("transport closed"));
+    this.requests.push(request);
+    return Promise.resolve(this.handler(request));
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
+
+function acceptAll(request: HttpRequest): HttpResponse {
+  if (request.method === "POST" && request.url.endsWith("/v1/batch")) {
+    return { status: 200, headers: { "content-type": "application/json" }, body: Buffer.from('{"accepted":0,"rejected":[]}') };
+  }
+  return { status: 404, headers: {}, body: Buffer.from('{"code":"not_found","message":"not found"}') };
 }

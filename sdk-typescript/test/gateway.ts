@@ -17,6 +17,8 @@ export interface Answer {
   headers?: Record<string, string>;
   /** Destroy the socket instead of answering. */
   reset?: boolean;
+  /** Answer only once this settles. */
+  after?: Promise<unknown>;
 }
 
 export type Script = (req: Recorded, n: number) => Answer | undefined;
@@ -44,12 +46,14 @@ export class TestGateway {
           status: 200,
           body: { batch_id: rec.body.batch_id, accepted: rec.body.events.length, rejected: [] },
         };
-        if (answer.reset) {
-          req.socket.destroy();
-          return;
-        }
-        res.writeHead(answer.status, { "content-type": "application/json", ...(answer.headers ?? {}) });
-        res.end(typeof answer.body === "string" ? answer.body : JSON.stringify(answer.body ?? {}));
+        void (answer.after ?? Promise.resolve()).then(() => {
+          if (answer.reset) {
+            req.socket.destroy();
+            return;
+          }
+          res.writeHead(answer.status, { "content-type": "application/json", ...(answer.headers ?? {}) });
+          res.end(typeof answer.body === "string" ? answer.body : JSON.stringify(answer.body ?? {}));
+        });
       });
     });
   }

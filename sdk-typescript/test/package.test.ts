@@ -8,8 +8,9 @@ import * as api from "../src/index.js";
 
 const EXPORTED = [
   "BatchRejectedError", "ConfigError", "DEFAULTS", "DeliveryError", "EventRejectedError", "EventsDroppedError", "Headwater",
-  "HeadwaterError", "InvalidEventError", "RetryableStatusError", "SDK_NAME", "SpoolLockedError", "TransportError",
-  "USER_AGENT", "UndeliveredError", "VERSION", "ZSTD_IMPLEMENTATION", "envName",
+  "HeadwaterError", "InvalidEventError", "MemoryTransport", "RetryableStatusError", "SDK_NAME", "SpoolLockedError", "TransportError",
+  "USER_AGENT", "UndeliveredError", "VERSION", "envName",
+  "Subscription", "SubscriptionError", "subscribe", // live subscriptions (src/subscribe.ts)
 ];
 const PKG = join(import.meta.dirname, "..", "..");
 

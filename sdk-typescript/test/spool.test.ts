@@ -36,7 +36,7 @@ describe("disk spool", () => {
     gw.script = () => FAIL;
     const c = new Headwater(options(gw, spool, { retryDeadlineMs: 100 }));
     for (let i = 0; i < 100; i++) c.track("page_view", { i });
-    await assert.rejects(c.close(500), UndeliveredError);
+    await assert.rejects(c.close({ timeoutMs: 500 }), UndeliveredError);
     const firstIds = new Set(gw.requests.map((r) => r.body.batch_id));
     assert.ok(readdirSync(join(spool, "batches")).length >= 3);
     gw.requests.length = 0;
@@ -45,7 +45,7 @@ describe("disk spool", () => {
     assert.equal(d.producerId, c.producerId);
     const r = d.track("page_view", { after: true });
     assert.deepEqual(r.ok && r.seq, 100, "no gap after a clean close");
-    await d.close(10_000);
+    await d.close({ timeoutMs: 10_000 });
     const seqs = gw.events().map((e) => e.seq as number).sort((a, b) => a - b);
     assert.deepEqual(seqs, [...Array(101).keys()]);
     assert.ok(gw.requests.some((q) => firstIds.has(q.body.batch_id)), "a resent batch keeps its batch_id");
@@ -68,7 +68,7 @@ describe("disk spool", () => {
     assert.equal(c.producerId, producer);
     const r = c.track("page_view", { after: "crash" });
     assert.ok(r.ok && r.seq > 499, "the next seq is above every seq handed out before the crash");
-    await c.close(20_000);
+    await c.close({ timeoutMs: 20_000 });
     const seqs = new Set(gw.events().filter((e) => e.producer_id === producer).map((e) => e.seq as number));
     for (let s = 0; s <= 499; s++) assert.ok(seqs.has(s), `seq ${s} delivered`);
   });
@@ -77,21 +77,21 @@ describe("disk spool", () => {
     const spool = join(dir, "c");
     const a = new Headwater(options(gw, spool));
     assert.throws(() => new Headwater(options(gw, spool)), SpoolLockedError);
-    await a.close(1000);
+    await a.close({ timeoutMs: 1000 });
     writeFileSync(join(spool, "node.lock"), "999999999"); // a pid that does not exist
     const b = new Headwater(options(gw, spool));
-    await b.close(1000);
+    await b.close({ timeoutMs: 1000 });
     assert.equal(existsSync(join(spool, "node.lock")), false);
   });
 
   it("quarantines a corrupt batch file and counts its events as dropped", async () => {
     const spool = join(dir, "d");
     const c = new Headwater(options(gw, spool));
-    await c.close(1000);
+    await c.close({ timeoutMs: 1000 });
     const name = "00000000000000000000-00000000000000000004-0193e0c2-6a4e-7b1d-9c8f-2f6f1d1b9a10.hwb";
     writeFileSync(join(spool, "batches", name), "HWB1 garbage");
     const d = new Headwater(options(gw, spool));
-    await assert.rejects(d.close(5000), UndeliveredError);
+    await assert.rejects(d.close({ timeoutMs: 5000 }), UndeliveredError);
     assert.equal(d.metrics().dropped.spool_corrupt, 5);
     assert.deepEqual(readdirSync(join(spool, "quarantine")), [name]);
   });

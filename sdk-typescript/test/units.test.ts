@@ -2,6 +2,7 @@
 
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { gunzipSync } from "node:zlib";
 import { buildConfig, optionsFromEnv } from "../src/config.js";
 import { ConfigError, InvalidEventError } from "../src/errors.js";
 import { checkEventType, encodeEvent, encodeProperties } from "../src/event.js";
@@ -41,7 +42,7 @@ describe("config", () => {
     assert.equal(c.maxBatchEvents, 40);
     assert.equal(c.lingerMs, 50);
     assert.equal(c.compression, "zstd");
-    assert.equal(c.maxInFlight, 4);
+    assert.equal(c.maxInFlight, 16);
     assert.equal(c.retryDeadlineMs, 300_000);
   });
   it("names the bad option", () => {
@@ -84,7 +85,7 @@ describe("events", () => {
 });
 
 describe("retry rule", () => {
-  it("classifies every status as DECISIONS 1 says", () => {
+  it("classifies every status as the retry rule of protocol.md §4 says", () => {
     for (const s of [200, 422]) assert.equal(classify(s), "done");
     assert.equal(classify(413), "split");
     for (const s of [408, 429, 500, 502, 503, 504]) assert.equal(classify(s), "retry");
@@ -142,5 +143,26 @@ describe("spool file format", () => {
     assert.deepEqual(decodeState(Buffer.from(`{"producer_id": "${PID}", "next_seq": 42, "crc": 3009037849}`)), [PID, 42]);
     assert.deepEqual(decodeState(encodeState(PID, 9)), [PID, 9]);
     assert.throws(() => decodeState(Buffer.from(`{"producer_id": "${PID}", "next_seq": 43, "crc": 3009037849}`)), CorruptFileError);
+  });
+});
+
+describe("zstd where install scripts are off", () => {
+  it("falls back to gzip, says so once, and prefers zlib's zstd where the runtime has it", async () => {
+    const { chooseZstd } = await import("../src/compress.js");
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => { warnings.push(w.message); };
+    process.on("warning", onWarning);
+    try {
+      const gzip = await chooseZstd(undefined, () => Promise.reject(new Error("Cannot find module 'zstd-napi.node'")));
+      assert.equal(gzip.encoding, "gzip");
+      assert.equal(gzip.implementation, "zlib-gzip");
+      assert.deepEqual(gunzipSync(gzip.compress(Buffer.from("abc"))), Buffer.from("abc"));
+      await new Promise((r) => setImmediate(r));
+      assert.ok(warnings.some((m) => m.includes("sending gzip instead")), warnings.join("; "));
+      const native = await chooseZstd((b) => Buffer.concat([Buffer.from("z"), b]), () => Promise.reject(new Error("unused")));
+      assert.equal(native.implementation, "zlib");
+    } finally {
+      process.off("warning", onWarning);
+    }
   });
 });

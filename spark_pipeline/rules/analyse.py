@@ -1,13 +1,24 @@
-"""Analyses a rule's SQL against the live views and refuses what cannot run as a bounded streaming query.
+"""Analyses a rule's SQL against the live views: the one gate a rule passes, in the CLI and before any runtime
+starts it, and the refusals of what cannot run as a safe, bounded streaming query.
 
-In order: one statement (`not_a_select` otherwise), parsed by Spark (`syntax_error`), a query and not a command
-(`not_a_select`: nothing is ever executed), analysed against the registered views (`unknown_view`,
-`unknown_column`, `unknown_function`, `type_error`, else `analysis_error`), then, on the analysed logical plan:
-every streaming aggregation or DISTINCT must group by an event-time window (`window`, `session_window`) or a
-watermarked time column (`unbounded_aggregation`), every stream-stream join must bound the two sides' event
-times against each other, both ways (`BETWEEN`, or `<`/`>` comparisons, or equal windows: `unbounded_join`), and
-Spark's own streaming checks must pass in the output mode the rule will run in (`unsupported_query`). Each refusal
-names the 1-based line of the SQL it concerns (Spark's position, or the plan node's origin).
+In order (docs/rules.md, "What a rule may call" and "Refusals"):
+1. the text, before Spark parses it (sqltext.check_text): `too_large`, `forbidden_syntax` (`${`), `too_complex`
+   (nesting, tokens); one statement (`not_a_select` otherwise);
+2. Spark's parse (`syntax_error`) of a query, not a command (`not_a_select`: nothing is ever executed), then the
+   parsed plan (sandbox.check_parsed): `forbidden_syntax`, `forbidden_function`, `forbidden_relation`,
+   `too_complex`;
+3. Spark's analysis of that very plan (never `spark.sql`) against the registered views (`unknown_view`,
+   `unknown_column`, `unknown_function`, `type_error`, else `analysis_error`), then the analysed plan
+   (sandbox.check_analysed: relations, denied kinds, patterns, sizes, rows, intervals);
+4. for a rule (`analyse`): it must read a stream (`not_streaming`); every streaming aggregation or DISTINCT
+   must group by an event-time window (`window`, `session_window`) or a watermarked time column
+   (`unbounded_aggregation`), every stream-stream join must bound the two sides' event times against each
+   other, both ways (`BETWEEN`, or `<`/`>` comparisons, or equal windows: `unbounded_join`), and Spark's own
+   streaming checks must pass in the output mode the rule will run in (`unsupported_query`).
+Each refusal names the 1-based line of the SQL it concerns (Spark's position, or the plan node's origin).
+
+For runtimes: call `analyse(session, rule.sql)` on the session holding the views and run `Analysis.frame`; a
+RuleError means the rule is refused (mark it failed with `describe()`, never retry it as it is).
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.errors import AnalysisException, ParseException
@@ -24,10 +35,15 @@ from pyspark.errors.exceptions.captured import convert_exception
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from spark_pipeline.rules import model
-from spark_pipeline.rules.model import MAX_SQL_BYTES, RuleError
+from spark_pipeline.rules import model, sandbox
+from spark_pipeline.rules.allowlist import BOUNDS, Bounds
+from spark_pipeline.rules.functions import load_functions
+from spark_pipeline.rules.model import RuleError
+from spark_pipeline.rules.sqltext import check_text, line_of, mask, one_statement
 
+__all__ = ["Analysis", "analyse", "analysed", "line_of", "one_statement", "precheck", "refusal"]
 WATERMARK_KEY = "spark.watermarkDelayMs"
+NO_SUBSTITUTION = "spark.sql.variable.substitute"
 # Spark error classes (their prefix before the first dot) -> our codes.
 ERROR_CODES = {
     "TABLE_OR_VIEW_NOT_FOUND": model.UNKNOWN_VIEW,
@@ -55,54 +71,11 @@ class Analysis:
     aggregation: bool
     output_mode: str
     streaming: bool
-
-
-def line_of(sql: str, offset: int) -> int:
-    """The 1-based line of character `offset` in `sql`."""
-    return sql.count("\n", 0, max(0, offset)) + 1
-
-
-def _mask(sql: str) -> str:
-    """`sql` with the contents of strings, quoted identifiers and comments blanked (same length, same lines)."""
-    out = list(sql)
-    i, n = 0, len(sql)
-    while i < n:
-        c = sql[i]
-        end = -1
-        if c in "'\"`":
-            end = i + 1
-            while end < n and sql[end] != c:
-                end += 2 if sql[end] == "\\" and c != "`" else 1
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            end = n if end < 0 else end - 1
-        elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            end = n if end < 0 else end + 1
-        if end >= 0:
-            for j in range(i, min(end + 1, n)):
-                out[j] = out[j] if sql[j] == "\n" else " "
-            i = end + 1
-        else:
-            i += 1
-    return "".join(out)
-
-
-def one_statement(sql: str) -> str:
-    """`sql` without a trailing `;`; RuleError(not_a_select) when it holds a second statement (or none)."""
-    masked = _mask(sql)
-    if not masked.strip():
-        raise RuleError(model.NOT_A_SELECT, 1, "the rule has no SQL statement")
-    for m in re.finditer(";", masked):
-        if masked[m.end():].strip(" \t\r\n;"):
-            raise RuleError(model.NOT_A_SELECT, line_of(sql, m.end()),
-                            "one SELECT statement only: a second statement follows the ';'")
-    cut = masked.find(";")
-    return sql if cut < 0 else sql[:cut]
+    frame: DataFrame = field(compare=False, repr=False)  # what a runtime runs (never spark.sql(rule.sql))
 
 
 def _check_query_start(sql: str) -> None:
-    masked = _mask(sql)
+    masked = mask(sql)
     first = masked.strip().split(None, 1)[0].lower()
     if not first.startswith(_QUERY_STARTS):
         raise RuleError(model.NOT_A_SELECT, line_of(sql, len(masked) - len(masked.lstrip())),
@@ -170,7 +143,7 @@ def _origin_line(node: Any, sql: str, fallback: str) -> int | None:
     line = node.origin().line()
     if line.isDefined():
         return int(line.get())
-    match = re.search(fallback, _mask(sql), re.IGNORECASE)
+    match = re.search(fallback, mask(sql), re.IGNORECASE)
     return line_of(sql, match.start()) if match else None
 
 
@@ -313,25 +286,52 @@ def key_columns(plan: Any, schema: StructType, aggregation: bool) -> tuple[str, 
     return tuple(n for n in names if n in keys)
 
 
-def analysed(spark: SparkSession, sql: str) -> DataFrame:
-    """The DataFrame of one SELECT over the registered views, or the RuleError of its parse or analysis."""
-    if len(sql.encode()) > MAX_SQL_BYTES:
-        raise RuleError(model.TOO_LARGE, None, f"the SQL is over {MAX_SQL_BYTES} bytes")
+def _plugins() -> frozenset[str]:
+    return frozenset(f.name for f in load_functions())
+
+
+def _parsed(spark: SparkSession, sql: str, bounds: Bounds, plugins: frozenset[str]) -> Any:
+    """Steps 1 and 2 of the module doc: Spark's parsed plan of `sql`, checked; RuleError if refused."""
+    check_text(sql, bounds)
     text = one_statement(sql)
+    spark.conf.set(NO_SUBSTITUTION, "false")  # no ${...} substitution in this session's parser (defence in depth)
     with quiet_spark_errors():
-        parse_query(spark, text)
+        plan = parse_query(spark, text)
         _check_query_start(text)
+        sandbox.check_parsed(spark, plan, bounds, plugins)
+    return plan
+
+
+def precheck(spark: SparkSession, sql: str, bounds: Bounds = BOUNDS) -> None:
+    """The checks that need no view (the text, the parsed plan): a runtime runs them before it builds a rule's
+    views, so a refused rule costs a parse, not a plan of the pipeline. `analyse` runs them again."""
+    _parsed(spark, sql, bounds, _plugins())
+
+
+def analysed(spark: SparkSession, sql: str, bounds: Bounds = BOUNDS) -> DataFrame:
+    """The DataFrame of one SELECT over the registered views, or the RuleError of the sandbox, the parse or the
+    analysis (module doc). Never `spark.sql`: the plan analysed is the one the sandbox checked."""
+    plugins = _plugins()
+    plan = _parsed(spark, sql, bounds, plugins)
+    with quiet_spark_errors():
         try:
-            return spark.sql(text)
+            jdf = _jvm(spark).org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
         except (AnalysisException, ParseException) as exc:
             raise refusal(sql, exc) from None
+        sandbox.check_analysed(spark, jdf.queryExecution().analyzed(), sql, bounds, plugins)
+    return DataFrame(jdf, spark)
 
 
-def analyse(spark: SparkSession, sql: str) -> Analysis:
-    """Analyse rule `sql` against the views registered in `spark` (views.register_views); RuleError if refused."""
-    df = analysed(spark, sql)
+def analyse(spark: SparkSession, sql: str, bounds: Bounds = BOUNDS) -> Analysis:
+    """Analyse rule `sql` against the views registered in `spark` (views.register_views); RuleError if refused.
+    The gate of the CLI and of every runtime: run `Analysis.frame`, never `spark.sql(sql)`."""
+    df = analysed(spark, sql, bounds)
     plan = df._jdf.queryExecution().analyzed()
     streaming = bool(df.isStreaming)
+    if not streaming:
+        raise RuleError(model.NOT_STREAMING, _origin_line(plan, sql, r"\bselect\b"),
+                        "a rule must read at least one of the pipeline's streaming views (events, a type view, "
+                        "rule_<name>): this query reads no stream and would run once")
     aggregation = False
     for node in _nodes(plan):
         name = _name(node)
@@ -350,4 +350,4 @@ def analyse(spark: SparkSession, sql: str) -> Analysis:
         raise RuleError(model.INVALID_COLUMN, _origin_line(plan, sql, r"\bselect\b"),
                         "an aggregation must select its window (e.g. window(event_time, '1 minute') AS window): "
                         "its records are keyed by window and group")
-    return Analysis(df.schema, keys, aggregation, mode, streaming)
+    return Analysis(df.schema, keys, aggregation, mode, streaming, df)

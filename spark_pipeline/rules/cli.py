@@ -2,9 +2,12 @@
 
 `apply` analyses the rule against the live views (built over the events topic and the registry as the running
 pipeline builds them; nothing is read), registers its output schema (BACKWARD compatible), creates its output
-topic and stores it; a refused rule stores nothing and exits 2 with `line N: <code>: <message>`. `list` and `show`
-read the rules and their statuses from Kafka (no Spark); `delete` writes a tombstone; `test` runs the rule as a
-batch over the last N minutes of the events topic and prints the rows.
+topic and stores it; a refused rule stores nothing and exits 2 with `line N: <code>: <message>` (the 33rd rule
+too: apply it again once one is deleted). Applying unchanged SQL changes nothing, unless the pipeline quarantined
+that version: then it is stored as the next version, which the pipeline runs. `list` and `show` read the rules
+and their statuses from Kafka (no Spark) and print every stored text through display.printable (no terminal
+escapes), `list` also the records it skipped; `delete` writes a tombstone (also for a skipped record's key);
+`test` runs the rule as a batch over the last N minutes of the events topic and prints the rows.
 """
 
 from __future__ import annotations
@@ -15,16 +18,21 @@ import json
 import socket
 import sys
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import fastavro
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
+from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient, RegistryClientError
 from spark_pipeline import enrich
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules import model, output, store
 from spark_pipeline.rules.analyse import analyse, analysed
+from spark_pipeline.rules.display import printable
 from spark_pipeline.rules.functions import load_functions, register_functions
 from spark_pipeline.rules.model import MAX_RULES, Rule, RuleError, RuleStatus
 from spark_pipeline.rules.views import pipeline_events, register_views
@@ -91,37 +99,68 @@ def session() -> SparkSession:
 def live_views(spark: SparkSession, cfg: PipelineConfig, rules: dict[str, Rule], *, streaming: bool = True,
                since_ms: int | None = None) -> None:
     """Register the functions and the views (streaming, or a batch from `since_ms`) in `spark`."""
-    registry = RegistryClient(cfg.registry_url)
+    registry = RegistryClient.of(cfg.registry_url, cfg.registry_access)
     snapshot = take_snapshot(registry, cfg.subject_prefix)
     inventory = enrich.read_inventory(spark, cfg.nodes_file)
     events = pipeline_events(spark, cfg, snapshot, inventory, streaming=streaming, since_ms=since_ms)
     register_functions(spark)
     register_views(spark, events, snapshot, rules, bootstrap=cfg.bootstrap, subject_prefix=cfg.subject_prefix,
-                   lateness=cfg.lateness, registry=registry)
+                   lateness=cfg.lateness, registry=registry, security=cfg.kafka_security)
+
+
+def _quarantined(rules_store: store.RuleStore, rule: Rule) -> bool:
+    status = rules_store.statuses().get(rule.name)
+    return status is not None and status.state == "quarantined" and status.version == rule.version
+
+
+def check_output(name: str, schema: StructType) -> None:
+    """Refuse (invalid_column) an output whose Avro schema the registry would reject (e.g. two nested records of
+    one name), before anything is registered."""
+    try:
+        fastavro.parse_schema(output.avro_schema(name, schema))
+    except (fastavro.schema.SchemaParseException, ValueError, TypeError) as exc:
+        raise RuleError(model.INVALID_COLUMN, None, f"the output has no valid Avro schema ({exc}): rename the "
+                                                    "nested columns with AS") from None
+
+
+def applied_by(security: KafkaSecurity) -> str:
+    """Who applies a rule: the authenticated Kafka principal when the cluster has authentication (its ACLs let
+    only the rules principal write the rules topic), then the operator's login and host for the record."""
+    local = f"{getpass.getuser()}@{socket.gethostname()}"
+    who = f"User:{security.username} ({local})" if security.sasl else local
+    return who[: model.MAX_APPLIED_BY_CHARS]
 
 
 def apply(cfg: PipelineConfig, path: Path, name: str | None) -> int:
     sql = read_sql(path)
     name = model.check_name(name or path.stem)
-    rules_store = store.RuleStore(cfg.bootstrap)
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
     try:
         rules = rules_store.latest_rules()
         previous = rules.get(name)
         if previous is None and len(rules) >= MAX_RULES:
             raise RuleError(model.TOO_MANY_RULES, None, f"{len(rules)} rules stored, the limit is {MAX_RULES}: "
-                                                        "delete one first")
-        if previous is not None and previous.sql.strip() == sql.strip():
+                                                        "nothing stored; delete one, then apply this one again")
+        if previous is not None and previous.sql.strip() == sql.strip() and not _quarantined(rules_store, previous):
             print(f"rule {name} unchanged: version {previous.version} stays")
             return 0
         model.check_acyclic(name, sql, rules)
         spark = session()
         live_views(spark, cfg, {n: r for n, r in rules.items() if n != name})
         analysis = analyse(spark, sql)
-        schema_id = output.register_output(RegistryClient(cfg.registry_url), name, analysis.schema)
-        store.ensure_output_topic(cfg.bootstrap, name, compacted=bool(analysis.aggregation))
+        check_output(name, analysis.schema)
+        try:
+            schema_id = output.register_output(RegistryClient.of(cfg.registry_url, cfg.registry_access), name,
+                                               analysis.schema)
+        except RegistryClientError as exc:
+            if exc.status != 422:
+                raise
+            raise RuleError(model.INVALID_COLUMN, None, f"the registry refused the output schema: {exc}") from None
+        store.ensure_output_topic(cfg.bootstrap, name, compacted=bool(analysis.aggregation),
+                                  security=cfg.kafka_security)
         rule = Rule(name, sql, (previous.version + 1) if previous else 1, int(time.time() * 1000),
-                    f"{getpass.getuser()}@{socket.gethostname()}", schema_id, analysis.key_columns,
-                    analysis.aggregation, analysis.output_mode)
+                    applied_by(cfg.kafka_security), schema_id,
+                    analysis.key_columns, analysis.aggregation, analysis.output_mode, uid=uuid.uuid4().hex[:12])
         rules_store.put(rule)
     finally:
         rules_store.close()
@@ -142,35 +181,40 @@ def _status_line(status: RuleStatus | None, rule: Rule) -> str:
     if status is None:
         return "state: not reported yet (is the pipeline running?)"
     stale = " (status of an older version)" if status.version != rule.version else ""
-    parts = [f"state: {status.state}{stale}", f"rows/s: {status.rows_per_s:.1f}",
+    held = " (not run until applied again)" if status.state == "quarantined" else ""
+    parts = [f"state: {status.state}{stale}{held}", f"rows/s: {status.rows_per_s:.1f}",
              f"last batch: {_ms(status.last_batch_at)}", f"lag: {'-' if status.lag is None else status.lag}"]
     if status.fresh_start:
         parts.append("fresh start (new checkpoint)")
     if status.retry_at is not None:
         parts.append(f"retry at {_ms(status.retry_at)}")
     if status.error:
-        parts.append(f"error: {status.error}")
+        parts.append(f"error: {printable(status.error, limit=1000)}")
     return ", ".join(parts)
 
 
 def list_rules(cfg: PipelineConfig) -> int:
-    rules_store = store.RuleStore(cfg.bootstrap)
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
     try:
-        rules, statuses = rules_store.latest_rules(), rules_store.statuses()
+        (rules, skipped), statuses = rules_store.rules_and_skipped(), rules_store.statuses()
     finally:
         rules_store.close()
     print(f"{len(rules)} rule(s) of at most {MAX_RULES}")
     for name, rule in sorted(rules.items()):
         print(f"{name} v{rule.version} -> {rule.topic}: {_status_line(statuses.get(name), rule)}")
+    if skipped:
+        print(f"{len(skipped)} record(s) of {model.RULES_TOPIC} skipped (`rules delete KEY` removes one):")
+        for key, why in sorted(skipped.items()):
+            print(f"  key {printable(repr(key), limit=120)}: {printable(why, limit=300)}")
     functions = load_functions()
     print(f"{len(functions)} SQL function(s) installed")
     for f in functions:
-        print(f"  {f.signature()}  [{f.source}]  {f.doc}")
+        print(f"  {printable(f.signature())}  [{printable(f.source)}]  {printable(f.doc)}")
     return 0
 
 
 def show(cfg: PipelineConfig, name: str) -> int:
-    rules_store = store.RuleStore(cfg.bootstrap)
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
     try:
         rule = rules_store.latest_rules().get(model.check_name(name))
         status = rules_store.statuses().get(name)
@@ -179,23 +223,30 @@ def show(cfg: PipelineConfig, name: str) -> int:
     if rule is None:
         print(f"no rule {name}", file=sys.stderr)
         return NOT_FOUND
-    print(f"rule {rule.name} version {rule.version}, applied {_ms(rule.applied_at)} UTC by {rule.applied_by}")
+    print(f"rule {rule.name} version {rule.version}, applied {_ms(rule.applied_at)} UTC by "
+          f"{printable(rule.applied_by)}")
     print(f"kind: {'aggregation' if rule.aggregation else 'filter/routing'}, {rule.output_mode} mode, keyed by "
           f"{', '.join(rule.key_columns) or 'nothing'}")
     print(f"output: topic {rule.topic}, subject {rule.subject}, schema id {rule.output_schema_id}")
     if rule.output_schema_id is not None:
-        got = RegistryClient(cfg.registry_url).call("GET", f"/schemas/ids/{rule.output_schema_id}")
-        print(f"schema: {got.get('schema') if isinstance(got, dict) else got}")
+        got = RegistryClient.of(cfg.registry_url, cfg.registry_access).call(
+            "GET", f"/schemas/ids/{rule.output_schema_id}")
+        print(f"schema: {printable(got.get('schema') if isinstance(got, dict) else got, limit=20_000)}")
     print(_status_line(status, rule))
     print("sql:")
-    print(rule.sql.rstrip())
+    print(printable(rule.sql.rstrip(), multiline=True))
     return 0
 
 
 def delete(cfg: PipelineConfig, name: str) -> int:
-    rules_store = store.RuleStore(cfg.bootstrap)
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
     try:
-        if model.check_name(name) not in rules_store.latest_rules():
+        rules, skipped = rules_store.rules_and_skipped()
+        if name in skipped and name not in rules:
+            rules_store.delete_skipped(name)
+            print(f"deleted the skipped record keyed {printable(repr(name))}")
+            return 0
+        if model.check_name(name) not in rules:
             print(f"no rule {name}", file=sys.stderr)
             return NOT_FOUND
         rules_store.delete(name)
@@ -209,7 +260,7 @@ def test(cfg: PipelineConfig, path: Path, minutes: int, rows: int) -> int:
     if minutes <= 0 or rows <= 0:
         raise RuleError(model.ANALYSIS_ERROR, None, "--minutes and --rows must be positive")
     sql = read_sql(path)
-    rules_store = store.RuleStore(cfg.bootstrap)
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
     try:
         rules = rules_store.latest_rules()
     finally:

@@ -5,8 +5,13 @@ reason). Both read the shared enriched stream (`shared.py`: the internal topic t
 writes), never the events topic. A realtime rule becomes a member of the one packed query (`packed.py`); a
 microbatch rule runs in its own SparkSession (`spark.newSession()`: same SparkContext, its own temp views,
 functions and SQL confs) so one rule's views or failure never reach another query. Checkpoints:
-`<checkpoints>/rules/<name>/v<version>` per microbatch rule (a realtime rule's folder only marks its version, so a
-new version says it starts fresh), `<checkpoints>/rules/_realtime` for the packed query.
+`<checkpoints>/rules/<name>/<Rule.checkpoint_id>` (`v<version>-<uid>`, unique per apply) per microbatch rule (a
+realtime rule's folder only marks its apply, so a replacement says it starts fresh), `<checkpoints>/rules/_realtime`
+and `_aggregate_<id>` for the packed queries.
+
+Every start passes the rule through the sandbox gate first (`analyse`, the same as `rules apply`): over the
+realtime views for the realtime tier, in the rule's own session for the microbatch tier; a refused rule raises
+RuleError and runs in no tier.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -28,8 +32,9 @@ from spark_pipeline.config import PipelineConfig, join
 from spark_pipeline.extract import NO_JMX
 from spark_pipeline.rules import functions, output, store, views
 from spark_pipeline.rules.aggregates import AggregatePlan
+from spark_pipeline.rules.analyse import analyse, analysed, precheck
 from spark_pipeline.rules.manager import Started
-from spark_pipeline.rules.model import Rule, referenced_rules
+from spark_pipeline.rules.model import Rule, RuleError, referenced_rules
 from spark_pipeline.rules.packed import Member, Pack, packed_records, packed_writer
 from spark_pipeline.rules.plans import Catalyst
 from spark_pipeline.rules.tiers import MICROBATCH, REALTIME, Placement, place
@@ -51,7 +56,7 @@ def rules_checkpoints(cfg: PipelineConfig) -> str:
 
 
 def checkpoint(cfg: PipelineConfig, rule: Rule) -> str:
-    return join(rules_checkpoints(cfg), rule.name, f"v{rule.version}")
+    return join(rules_checkpoints(cfg), rule.name, rule.checkpoint_id)
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class SparkLauncher:
         self.cfg = cfg.with_overrides(starting_offsets=starting_offsets)
         self.starting_offsets = starting_offsets
         self.trigger = trigger
-        self.registry = RegistryClient(cfg.registry_url)
+        self.registry = RegistryClient.of(cfg.registry_url, cfg.registry_access)
         self.placements: dict[str, Placement] = {}
         self._context: RealtimeContext | None = None
         self.pack = Pack(REALTIME_QUERY, partial(self._start_pack, REALTIME_QUERY, REALTIME_CHECKPOINT))
@@ -92,7 +97,7 @@ class SparkLauncher:
             functions.register_functions(session)
             views.register_views(session, base, snapshot, {}, bootstrap=self.cfg.bootstrap,
                                  subject_prefix=self.cfg.subject_prefix, lateness=self.cfg.lateness,
-                                 registry=self.registry)
+                                 registry=self.registry, security=self.cfg.kafka_security)
             catalyst = Catalyst(session)
             number = self._context.number + 1 if self._context is not None else 1
             self._context = RealtimeContext(key, number, session, base, catalyst, catalyst.analyzed(base))
@@ -103,17 +108,17 @@ class SparkLauncher:
         if reads := sorted(referenced_rules(rule.sql)):
             return Placement(MICROBATCH, f"reads the output of rule {reads[0]} (another topic)"), None
         ctx = self.context(snapshot)
-        try:
-            df = ctx.session.sql(rule.sql)
-        except AnalysisException as exc:  # e.g. a view the realtime views lack: the microbatch tier reports it
-            first = str(exc).splitlines()[0][:200]
-            return Placement(MICROBATCH, f"does not plan over the shared stream: {first}"), None
+        try:  # the sandbox gate over the realtime views (`analysed`: never spark.sql)
+            df = analysed(ctx.session, rule.sql)
+        except RuleError as exc:  # e.g. a view the realtime views lack: the microbatch tier's gate decides
+            return Placement(MICROBATCH, f"does not plan over the shared stream: {exc.message[:200]}"), None
         placement = place(ctx.catalyst, rule, df, ctx.boundary)
         return placement, df if placement.tier == REALTIME else None
 
     def frame(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> DataFrame:
         """The rule's result as a micro-batch streaming DataFrame in a session of its own."""
         session = self.spark.newSession()
+        precheck(session, rule.sql)  # the gate's checks that need no view, before the views are built
         inventory = enrich.read_inventory(session, self.cfg.nodes_file)
         enriched = views.pipeline_events(session, self.cfg, snapshot, inventory, streaming=True,
                                          starting_offsets=self.starting_offsets)
@@ -121,8 +126,10 @@ class SparkLauncher:
         others = {name: r for name, r in rules.items() if name != rule.name}
         views.register_views(session, enriched, snapshot, others, bootstrap=self.cfg.bootstrap,
                              subject_prefix=self.cfg.subject_prefix, lateness=self.cfg.lateness,
-                             registry=self.registry)
-        return session.sql(rule.sql)
+                             registry=self.registry, security=self.cfg.kafka_security)
+        # The sandbox gate (analyse.py), again here: a stored rule may never have passed `rules apply` (anyone who
+        # reaches the broker can write the rules topic). RuleError: refused, never reaches Spark's SQL execution.
+        return analyse(session, rule.sql).frame
 
     def output_schema(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> StructType:
         """The columns the rule would produce over `snapshot` (plans only; starts nothing)."""
@@ -132,10 +139,13 @@ class SparkLauncher:
     def start(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> Started:
         if rule.output_schema_id is None:
             raise ValueError(f"rule {rule.name} has no output schema: apply it again")
-        # `rules apply` created it; again here in case it was deleted since (Kafka's auto-creation is off).
-        store.ensure_output_topic(self.cfg.bootstrap, rule.name, compacted=rule.aggregation)
+        # The sandbox gate first, in either tier: a refused rule creates nothing (`place` gates the realtime tier).
         placement, packed = self.place(rule, snapshot)
+        df = packed if packed is not None else self.frame(rule, snapshot, rules)
         self.placements[rule.name] = placement
+        # `rules apply` created it; again here in case it was deleted since (Kafka's auto-creation is off).
+        store.ensure_output_topic(self.cfg.bootstrap, rule.name, compacted=rule.aggregation,
+                                  security=self.cfg.kafka_security)
         location = checkpoint(self.cfg, rule)
         fs, path = hadoop_path(self.spark, location)
         fresh = not fs.exists(path) and self.older_versions(rule)
@@ -148,10 +158,9 @@ class SparkLauncher:
         log.info("rule %s version %d: microbatch tier (%s)", rule.name, rule.version, placement.reason)
         if removed := clear_interrupted_first_batch(self.spark, location):
             log.warning("rule %s: removed %s, left by its first batch's interrupted log write", rule.name, removed)
-        df = self.frame(rule, snapshot, rules)
         records = output.encode_columns(df, rule.output_schema_id, rule.key_columns)
         writer = (records.writeStream.format("kafka").queryName(query_name(rule))
-                  .option("kafka.bootstrap.servers", self.cfg.bootstrap).option("topic", rule.topic)
+                  .options(**self.cfg.spark_kafka()).option("topic", rule.topic)
                   .option("kafka.enable.idempotence", "true").option("kafka.acks", "all").options(**NO_JMX)
                   .option("checkpointLocation", location).trigger(processingTime=self.trigger))
         # The mode the analysis chose: aggregations in update mode (a window re-emitted as it grows, keyed: the
@@ -177,7 +186,7 @@ class SparkLauncher:
         location = join(rules_checkpoints(self.cfg), folder)
         if removed := clear_interrupted_first_batch(self.spark, location):
             log.warning("pack %s: removed %s, left by its first batch's interrupted log write", name, removed)
-        writer = (packed_writer(packed_records(ctx.base, members), self.cfg.bootstrap).queryName(name)
+        writer = (packed_writer(packed_records(ctx.base, members), self.cfg.spark_kafka()).queryName(name)
                   .option("checkpointLocation", location).trigger(realTime=self.cfg.realtime_batch))  # type: ignore[call-overload]
         ctx.session.sparkContext.setLocalProperty("spark.scheduler.pool", POOL)
         return writer.start()
@@ -192,16 +201,16 @@ class SparkLauncher:
         fs, folder = hadoop_path(self.spark, join(rules_checkpoints(self.cfg), rule.name))
         if not fs.exists(folder):
             return False
-        return any(s.getPath().getName() != f"v{rule.version}" for s in fs.listStatus(folder))
+        return any(s.getPath().getName() != rule.checkpoint_id for s in fs.listStatus(folder))
 
-    def drop_checkpoints(self, name: str, keep_version: int | None = None) -> None:
-        """Delete the checkpoints of rule `name` (its whole folder, or every version but `keep_version`)."""
+    def drop_checkpoints(self, name: str, keep: str | None = None) -> None:
+        """Delete the checkpoints of rule `name` (its whole folder, or every version but the `keep` checkpoint id)."""
         fs, folder = hadoop_path(self.spark, join(rules_checkpoints(self.cfg), name))
         if not fs.exists(folder):
             return
-        if keep_version is None:
+        if keep is None:
             fs.delete(folder, True)
             return
         for status in fs.listStatus(folder):
-            if status.getPath().getName() != f"v{keep_version}":
+            if status.getPath().getName() != keep:
                 fs.delete(status.getPath(), True)

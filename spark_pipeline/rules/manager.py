@@ -8,6 +8,17 @@ MAX_STATE_ROWS is stopped and failed, not retried); follows the registry (a new 
 rules from their checkpoints, see `_adopt`); and writes each rule's `RuleStatus` to `_headwater_rules_status`
 every `status_s` and on every change. The built-in queries never depend on it: whatever a rule does, the
 manager only ever stops or starts rule queries. docs/rules-runtime.md describes the behaviour.
+
+Hardening (docs/rules.md, "What a rule may call"; the `Journal` seam, journal.CheckpointJournal):
+- every start passes the sandbox gate (the launcher runs analyse.analyse): a refused rule is failed with the
+  reason and never retried;
+- quarantine: a rule whose micro-batch ran longer than `max_batch_s` (it froze its cores) is stopped and
+  quarantined; at start, a rule the previous run left in a micro-batch when it died (crash, OOM) is quarantined
+  too, so one rule cannot crash-loop the pipeline. A quarantined rule is not started until it is applied again
+  (a new checkpoint id) or deleted; its status says `quarantined` and why;
+- a rule over `max_rules` waits (failed, `too_many_rules`) and starts when a slot frees;
+- at start, checkpoint folders no stored rule version owns are removed (a rule deleted or re-applied while the
+  pipeline was down never resumes an old checkpoint: ids are per apply, `Rule.checkpoint_id`).
 """
 
 from __future__ import annotations
@@ -21,8 +32,9 @@ from typing import Any, Protocol
 
 from pyspark.sql.types import StructType
 
-from spark_pipeline.rules.model import MAX_RULES, MAX_STATE_ROWS, TOO_MANY_RULES, Rule, RuleStatus, State
-from spark_pipeline.rules.progress import HighWatermarks, error_chain, health
+from spark_pipeline.rules.model import MAX_RULES, MAX_STATE_ROWS, TOO_MANY_RULES, Rule, RuleError, RuleStatus, State
+from spark_pipeline.rules.progress import ERROR_CHARS, HighWatermarks, error_chain, health
+from spark_pipeline.rules.quarantine import STALLED, Journal, NoJournal, in_one_batch_since, recover
 from spark_pipeline.snapshot import SchemaSnapshot
 from spark_pipeline.supervisor import unknown_schema_ids
 
@@ -39,11 +51,12 @@ class Started:
 
 
 class Launcher(Protocol):
-    """Starts rule queries (`launch.SparkLauncher`; a fake in unit tests)."""
+    """Starts rule queries (`launch.SparkLauncher`; a fake in unit tests). `start` raises RuleError when the
+    sandbox refuses the rule; `drop_checkpoints` keeps the folder named `keep` (a `Rule.checkpoint_id`)."""
 
     def start(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> Started: ...
     def output_schema(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> StructType: ...
-    def drop_checkpoints(self, name: str, keep_version: int | None = None) -> None: ...
+    def drop_checkpoints(self, name: str, keep: str | None = None) -> None: ...
 
 
 class RuleSource(Protocol):
@@ -70,6 +83,7 @@ class Settings:
     backoff_max_s: float = 300.0
     max_rules: int = MAX_RULES
     max_state_rows: int = MAX_STATE_ROWS
+    max_batch_s: float = 300.0  # a micro-batch running longer froze its task slots: the rule is quarantined
 
 
 @dataclass
@@ -91,6 +105,8 @@ class Slot:
     batch_id: int | None = None
     lag: int | None = None
     changed: bool = True
+    busy_since: float | None = None  # when the manager first saw the current micro-batch running
+    busy_batch: int | None = None  # the last finished batch id then
 
 
 def _now() -> float:
@@ -102,8 +118,13 @@ class RuleManager:
 
     def __init__(self, source: RuleSource, launcher: Launcher, statuses: StatusSink,
                  take_snapshot: Callable[[frozenset[int]], SchemaSnapshot], *, watermarks: HighWatermarks,
-                 settings: Settings = Settings(), clock: Callable[[], float] = _now) -> None:
+                 settings: Settings = Settings(), clock: Callable[[], float] = _now,
+                 journal: Journal | None = None) -> None:
         self.source, self.launcher, self.statuses = source, launcher, statuses
+        self.journal: Journal = journal or NoJournal()
+        self.quarantine: dict[str, tuple[str, str]] = {}  # name -> (checkpoint id, reason)
+        self._recovered = False
+        self._running: dict[str, str] = {}
         self.take_snapshot, self.watermarks, self.settings, self.clock = take_snapshot, watermarks, settings, clock
         self.rules: dict[str, Rule] = {}
         self.slots: dict[str, Slot] = {}
@@ -130,8 +151,13 @@ class RuleManager:
             self._thread.join(timeout_s)
         for slot in self.slots.values():
             self._stop_query(slot)
-            slot.state, slot.rows_per_s, slot.retry_at = "stopped", 0.0, None
+            if slot.state != "quarantined":
+                slot.state, slot.rows_per_s, slot.retry_at = "stopped", 0.0, None
             self._put(slot)
+        try:
+            self.journal.clean_stop()
+        except Exception as exc:
+            log.warning("cannot record the clean stop of the rules: %s", exc)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -152,27 +178,51 @@ class RuleManager:
                 self.rules.pop(name, None)
             else:
                 self.rules[name] = rule
+        if not self._recovered:
+            self._recover()
         self._reconcile()
         unknown = self._watch()
         if unknown is not None or self.clock() >= self._next_registry:
             self._refresh(unknown or set())
         self._retry()
+        self._record_running()
         self._report()
+
+    def _recover(self) -> None:
+        """Once, with every stored rule read (quarantine.recover)."""
+        self.quarantine = recover(self.journal, self.rules)
+        self._recovered = True
+
+    def _record_running(self) -> None:
+        running = {n: s.rule.checkpoint_id for n, s in self.slots.items()
+                   if s.query is not None and s.state in ("starting", "running")}
+        if running != self._running:
+            try:
+                self.journal.record_running(running)
+                self._running = running
+            except Exception as exc:  # the journal being away must not stop the rules
+                log.warning("cannot record the running rules: %s", exc)
 
     def _reconcile(self) -> None:
         for name in [n for n in self.slots if n not in self.rules]:
             slot = self.slots.pop(name)
             self._stop_query(slot)
             self.launcher.drop_checkpoints(name)
+            self._release(name)
             log.info("rule %s deleted: query stopped, checkpoints removed", name)
             try:
                 self.statuses.delete_status(name)
             except Exception as exc:
                 log.warning("cannot delete the status of rule %s: %s", name, exc)
-        allowed = sorted(self.rules.values(), key=lambda r: (r.applied_at, r.name))[: self.settings.max_rules]
-        for rule in sorted(self.rules.values(), key=lambda r: (r.applied_at, r.name)):
+        ordered = sorted(self.rules.values(), key=lambda r: (r.applied_at, r.name))
+        allowed = {r.name for r in ordered[: self.settings.max_rules]}
+        for rule in ordered:
             old = self.slots.get(rule.name)
             if old is not None and old.rule == rule:
+                if old.state == "failed" and old.retry_at is None and rule.name in allowed and \
+                        (old.error or "").startswith(TOO_MANY_RULES):
+                    log.info("rule %s: a slot is free, starting it", rule.name)
+                    self._launch(old)  # it waited for a slot
                 continue
             assert self.snapshot is not None
             if old is not None:
@@ -180,15 +230,44 @@ class RuleManager:
                 log.info("rule %s replaced by version %d: stopping version %d", rule.name, rule.version,
                          old.rule.version)
             slot = self.slots[rule.name] = Slot(rule, self.snapshot)
-            if rule in allowed:
+            held = self.quarantine.get(rule.name)
+            if held is not None and held[0] == rule.checkpoint_id:
+                slot.state, slot.error, slot.retry_at = "quarantined", held[1], None
+                log.warning("rule %s version %d is quarantined, not started: %s", rule.name, rule.version, held[1])
+            elif held is not None:
+                self._release(rule.name)  # applied again: a new version runs
+                self._launch(slot)
+            elif rule.name in allowed:
                 self._launch(slot)
             else:
-                self._fail(slot, f"{TOO_MANY_RULES}: over {self.settings.max_rules} rules in this pipeline; "
-                                 "delete one", retry=False)
+                self._fail(slot, f"{TOO_MANY_RULES}: over {self.settings.max_rules} rules in this pipeline; it "
+                                 "starts when one is deleted", retry=False)
+
+    def _release(self, name: str) -> None:
+        if self.quarantine.pop(name, None) is not None:
+            try:
+                self.journal.release(name)
+            except Exception as exc:
+                log.warning("cannot release rule %s from quarantine: %s", name, exc)
+
+    def _quarantine(self, slot: Slot, reason: str) -> None:
+        """Stop the rule and keep it stopped until it is applied again (journal), its status saying why."""
+        self._stop_query(slot)
+        slot.state, slot.error, slot.retry_at, slot.changed = "quarantined", reason, None, True
+        slot.rows_per_s, slot.busy_since = 0.0, None
+        self.quarantine[slot.rule.name] = (slot.rule.checkpoint_id, reason)
+        try:
+            self.journal.quarantine(slot.rule, reason)
+        except Exception as exc:
+            log.warning("cannot record the quarantine of rule %s: %s", slot.rule.name, exc)
+        log.error("rule %s version %d quarantined: %s", slot.rule.name, slot.rule.version, reason)
 
     def _launch(self, slot: Slot) -> None:
         try:
             started = self.launcher.start(slot.rule, slot.snapshot, self.rules)
+        except RuleError as exc:  # the sandbox refused it: it never runs as it is (re-apply a changed rule)
+            self._fail(slot, f"refused at start: {exc.describe()}"[:ERROR_CHARS], retry=False)
+            return
         except Exception as exc:
             self._fail(slot, error_chain(exc))
             return
@@ -199,7 +278,7 @@ class RuleManager:
             log.warning("rule %s version %d starts fresh: a new checkpoint, from the %s offsets of the events "
                         "topic (the previous version's checkpoint is removed)", slot.rule.name, slot.rule.version,
                         "configured starting")
-            self.launcher.drop_checkpoints(slot.rule.name, keep_version=slot.rule.version)
+            self.launcher.drop_checkpoints(slot.rule.name, keep=slot.rule.checkpoint_id)
         log.info("rule %s version %d: query %s started", slot.rule.name, slot.rule.version, started.query.name)
 
     def _fail(self, slot: Slot, error: str, retry: bool = True) -> None:
@@ -236,6 +315,8 @@ class RuleManager:
             except Exception as exc:  # one query's odd progress report must not stop the others' round
                 log.warning("rule %s: unreadable progress: %s", slot.rule.name, exc)
                 continue
+            if self._stalled(slot, q, h.batch_id):
+                continue
             if h.batch_id is None:
                 continue  # no progress report yet
             slot.rows_per_s, slot.lag = h.rows_per_s, h.lag
@@ -251,6 +332,14 @@ class RuleManager:
                                  "lateness", retry=False)
         return unknown
 
+    def _stalled(self, slot: Slot, query: Any, batch_id: int | None) -> bool:
+        """Quarantine the rule if one micro-batch has run over max_batch_s (quarantine.in_one_batch_since)."""
+        since = in_one_batch_since(slot, query, batch_id, self.clock())
+        if since is None or self.clock() - since <= self.settings.max_batch_s:
+            return False
+        self._quarantine(slot, STALLED.format(self.settings.max_batch_s))
+        return True
+
     def _refresh(self, unknown: set[int]) -> None:
         """Take a new snapshot; adopt it in every rule if it differs (or a query met ids the old one lacked)."""
         self._next_registry = self.clock() + self.settings.registry_poll_s
@@ -264,7 +353,7 @@ class RuleManager:
             return
         self.snapshot = fresh
         for slot in self.slots.values():
-            if slot.state != "failed":  # a failed rule takes the current snapshot when it is retried
+            if slot.state not in ("failed", "quarantined"):  # a failed rule takes the snapshot when retried
                 self._adopt(slot, fresh)
 
     def _adopt(self, slot: Slot, fresh: SchemaSnapshot) -> None:

@@ -13,6 +13,7 @@ bounded by MAX_STATE_ROWS rows (the runtime marks a rule whose state grows beyon
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
@@ -29,8 +30,12 @@ MAX_SQL_BYTES = 65_536
 MAX_KEY_COLUMNS = 16
 MAX_OUTPUT_COLUMNS = 200
 MAX_STATE_ROWS = 1_000_000
+MAX_STATUS_ERROR_CHARS = 4_096  # a stored status with a longer error is not read
+MAX_APPLIED_BY_CHARS = 256
+_MAX_EPOCH_MS = 1 << 53
+_UID = re.compile(r"[0-9a-f]{0,32}")
 
-State = Literal["starting", "running", "failed", "stopped"]
+State = Literal["starting", "running", "failed", "stopped", "quarantined"]
 STATES: tuple[str, ...] = get_args(State)
 OUTPUT_MODES = ("append", "update")
 
@@ -51,9 +56,16 @@ BAD_NAME = "bad_name"
 INVALID_COLUMN = "invalid_column"
 RULE_CYCLE = "rule_cycle"
 ANALYSIS_ERROR = "analysis_error"
+# The sandbox's (allowlist.py, sandbox.py, sizes.py): what a rule may call and how much it may make.
+FORBIDDEN_FUNCTION = "forbidden_function"
+FORBIDDEN_RELATION = "forbidden_relation"
+FORBIDDEN_SYNTAX = "forbidden_syntax"
+TOO_COMPLEX = "too_complex"
+NOT_STREAMING = "not_streaming"
 CODES = (SYNTAX_ERROR, UNKNOWN_VIEW, UNKNOWN_COLUMN, UNKNOWN_FUNCTION, TYPE_ERROR, UNBOUNDED_AGGREGATION,
          UNBOUNDED_JOIN, UNSUPPORTED, NOT_A_SELECT, TOO_MANY_RULES, TOO_LARGE, INCOMPATIBLE_OUTPUT, BAD_NAME,
-         INVALID_COLUMN, RULE_CYCLE, ANALYSIS_ERROR)
+         INVALID_COLUMN, RULE_CYCLE, ANALYSIS_ERROR, FORBIDDEN_FUNCTION, FORBIDDEN_RELATION, FORBIDDEN_SYNTAX,
+         TOO_COMPLEX, NOT_STREAMING)
 
 
 class RuleError(ValueError):
@@ -127,8 +139,8 @@ def output_view(name: str) -> str:
 def _load(raw: bytes | str, what: str) -> dict[str, Any]:
     try:
         value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{what}: not JSON: {exc}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise ModelError(f"{what}: not JSON: {type(exc).__name__}") from None
     if not isinstance(value, dict):
         raise ModelError(f"{what}: expected a JSON object, got {type(value).__name__}")
     return value
@@ -165,9 +177,14 @@ class Rule:
     key_columns: tuple[str, ...] = field(default_factory=tuple)
     aggregation: bool = False
     output_mode: str = "append"
+    uid: str = ""
 
     def __post_init__(self) -> None:
         check_name(self.name)
+        if not _UID.fullmatch(self.uid):
+            raise ModelError(f"rule {self.name}: uid {self.uid[:40]!r} is not up to 32 hex digits")
+        if len(self.applied_by) > MAX_APPLIED_BY_CHARS:
+            raise ModelError(f"rule {self.name}: applied_by is over {MAX_APPLIED_BY_CHARS} characters")
         if self.output_mode not in OUTPUT_MODES:
             raise ModelError(f"rule {self.name}: output mode {self.output_mode!r} is not one of {OUTPUT_MODES}")
         if self.version < 1:
@@ -176,6 +193,12 @@ class Rule:
             raise RuleError(TOO_LARGE, None, f"the SQL is over {MAX_SQL_BYTES} bytes")
         if len(self.key_columns) > MAX_KEY_COLUMNS:
             raise RuleError(TOO_LARGE, None, f"over {MAX_KEY_COLUMNS} key columns")
+
+    @property
+    def checkpoint_id(self) -> str:
+        """The folder of this rule version's checkpoint, unique per apply (`v<version>-<uid>`; `v<version>` for a
+        rule stored before uids existed, so its checkpoint still resumes)."""
+        return f"v{self.version}-{self.uid}" if self.uid else f"v{self.version}"
 
     @property
     def topic(self) -> str:
@@ -208,9 +231,15 @@ class Rule:
                 applied_at=_get(d, "applied_at", int, what), applied_by=_get(d, "applied_by", str, what),
                 output_schema_id=_get(d, "output_schema_id", int, what, optional=True), key_columns=tuple(keys),
                 aggregation=bool(_get(d, "aggregation", bool, what, optional=True)),
-                output_mode=_get(d, "output_mode", str, what, optional=True) or "append")
+                output_mode=_get(d, "output_mode", str, what, optional=True) or "append",
+                uid=_get(d, "uid", str, what, optional=True) or "")
         except RuleError as exc:
             raise ModelError(f"{what}: {exc.message}") from None
+
+
+def _check_epoch(value: int | None, what: str) -> None:
+    if value is not None and not 0 <= value < _MAX_EPOCH_MS:
+        raise ModelError(f"{what}: {value} is not a time in epoch ms")
 
 
 @dataclass(frozen=True)
@@ -233,8 +262,17 @@ class RuleStatus:
 
     def __post_init__(self) -> None:
         check_name(self.name)
+        what = f"status of {self.name}"
         if self.state not in STATES:
-            raise ModelError(f"status of {self.name}: state {self.state!r} is not one of {STATES}")
+            raise ModelError(f"{what}: state {self.state!r} is not one of {STATES}")
+        if self.version < 1 or (self.lag is not None and self.lag < 0):
+            raise ModelError(f"{what}: a version under 1 or a negative lag")
+        if not (math.isfinite(self.rows_per_s) and self.rows_per_s >= 0):
+            raise ModelError(f"{what}: rows_per_s {self.rows_per_s} is not a finite rate")
+        if self.error is not None and len(self.error) > MAX_STATUS_ERROR_CHARS:
+            raise ModelError(f"{what}: an error of over {MAX_STATUS_ERROR_CHARS} characters")
+        for field_name in ("last_batch_at", "retry_at", "updated_at"):
+            _check_epoch(getattr(self, field_name), f"{what}: {field_name}")
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()

@@ -223,8 +223,9 @@ class PackedRule:
         self.pack.remove(self.rule.name)
 
 
-def packed_writer(records: DataFrame, bootstrap: str) -> DataStreamWriter:
-    """Spark's Kafka sink for rows that name their topic (at least once, like every rule output)."""
-    return (records.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+def packed_writer(records: DataFrame, kafka: dict[str, str]) -> DataStreamWriter:
+    """Spark's Kafka sink for rows that name their topic (at least once, like every rule output); `kafka`: where
+    Kafka is and how to authenticate (`PipelineConfig.spark_kafka`)."""
+    return (records.writeStream.format("kafka").options(**kafka)
             .option("kafka.enable.idempotence", "true").option("kafka.acks", "all").option("kafka.linger.ms", "0")
             .options(**NO_JMX).outputMode("update"))

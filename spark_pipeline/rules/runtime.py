@@ -4,7 +4,8 @@
 Settings (docs/rules-runtime.md): HEADWATER_RULES=0 turns rules off; HEADWATER_RULE_TRIGGER (default the live
 trigger), HEADWATER_RULE_STARTING_OFFSETS (where a rule with a new checkpoint starts reading: `latest`, the
 default, or `earliest`), HEADWATER_RULE_STATUS_S, HEADWATER_RULE_BACKOFF_S, HEADWATER_RULE_BACKOFF_MAX_S,
-HEADWATER_RULE_MAX_STATE_ROWS; the registry is polled every HEADWATER_REGISTRY_POLL_S like the built-in queries.
+HEADWATER_RULE_MAX_STATE_ROWS, HEADWATER_RULE_MAX_BATCH_S (a longer micro-batch quarantines its rule); the registry is
+polled every HEADWATER_REGISTRY_POLL_S like the built-in queries.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
+from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient
 from spark_pipeline import metrics
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.metrics import RuleFigures
-from spark_pipeline.rules.launch import SparkLauncher
+from spark_pipeline.rules.journal import CheckpointJournal
+from spark_pipeline.rules.launch import SparkLauncher, rules_checkpoints
 from spark_pipeline.rules.manager import RuleManager, Settings
 from spark_pipeline.rules.model import MAX_STATE_ROWS, RULES_TOPIC, Rule
 from spark_pipeline.rules.progress import HighWatermarks
@@ -34,9 +37,9 @@ log = logging.getLogger("spark_pipeline.rules")
 class KafkaWatermarks:
     """High watermarks of topic partitions, each asked of the broker at most once per `max_age_s`."""
 
-    def __init__(self, bootstrap: str, max_age_s: float = 1.0) -> None:
-        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "headwater-rules-lag",
-                                   "enable.auto.commit": False})
+    def __init__(self, bootstrap: str, max_age_s: float = 1.0, security: KafkaSecurity | None = None) -> None:
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, **(security or KafkaSecurity()).librdkafka(),
+                                   "group.id": "headwater-rules-lag", "enable.auto.commit": False})
         self._max_age_s = max_age_s
         self._cache: dict[tuple[str, int], tuple[float, int]] = {}
         self._lock = threading.Lock()
@@ -77,7 +80,8 @@ def settings_from_env(env: Mapping[str, str], cfg: PipelineConfig) -> Settings:
     return Settings(status_s=_number(env, "HEADWATER_RULE_STATUS_S", 5.0), registry_poll_s=cfg.registry_poll_s,
                     backoff_s=_number(env, "HEADWATER_RULE_BACKOFF_S", 5.0),
                     backoff_max_s=_number(env, "HEADWATER_RULE_BACKOFF_MAX_S", 300.0),
-                    max_state_rows=int(_number(env, "HEADWATER_RULE_MAX_STATE_ROWS", MAX_STATE_ROWS)))
+                    max_state_rows=int(_number(env, "HEADWATER_RULE_MAX_STATE_ROWS", MAX_STATE_ROWS)),
+                    max_batch_s=_number(env, "HEADWATER_RULE_MAX_BATCH_S", 300.0))
 
 
 def enabled(env: Mapping[str, str]) -> bool:
@@ -115,8 +119,8 @@ class PipelineRules(RuleManager):
 def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, str],
                   settings: Settings | None = None) -> RuleManager:
     """Start the rule manager's thread for the pipeline `cfg` (creates the rule topics if missing)."""
-    store = RuleStore(cfg.bootstrap)
-    registry = RegistryClient(cfg.registry_url)
+    store = RuleStore(cfg.bootstrap, security=cfg.kafka_security)
+    registry = RegistryClient.of(cfg.registry_url, cfg.registry_access)
 
     def snapshot(bad: frozenset[int]) -> SchemaSnapshot:
         return take_snapshot(registry, cfg.subject_prefix, bad)
@@ -124,9 +128,11 @@ def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, st
     trigger = env.get("HEADWATER_RULE_TRIGGER", "").strip() or cfg.live_trigger
     offsets = env.get("HEADWATER_RULE_STARTING_OFFSETS", "").strip() or "latest"
     launcher = SparkLauncher(spark, cfg, trigger, offsets)
-    follower = TopicFollower(cfg.bootstrap, RULES_TOPIC, Rule.from_json)
-    manager = PipelineRules(follower, launcher, store, snapshot, watermarks=KafkaWatermarks(cfg.bootstrap),
-                            settings=settings or settings_from_env(env, cfg))
+    follower = TopicFollower(cfg.bootstrap, RULES_TOPIC, Rule.from_json, security=cfg.kafka_security)
+    manager = PipelineRules(follower, launcher, store, snapshot,
+                            watermarks=KafkaWatermarks(cfg.bootstrap, security=cfg.kafka_security),
+                            settings=settings or settings_from_env(env, cfg),
+                            journal=CheckpointJournal(spark, rules_checkpoints(cfg)))
     manager.spark_launcher = launcher
     log.info("rule manager: following %s (new rules start from the %s offsets)", RULES_TOPIC, offsets)
     return manager.start()

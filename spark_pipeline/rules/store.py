@@ -4,24 +4,33 @@ Each topic has one partition (a total order of writes, like the registry's `_sch
 and no retention limit; a tombstone (null value) deletes a key. Both are created when missing, with a replication
 factor of min(3, brokers). `latest_*` read a topic from its beginning to its end offset at the time of the call,
 so they see every write acknowledged before it; `TopicFollower` keeps reading for the pipeline's watcher.
-A stored value this version cannot read is skipped with a warning (it never stops the reader).
+
+Anyone who reaches the broker can write these topics until Kafka has authentication and ACLs (docs/rules.md,
+"Who can deploy rules"), so a record is trusted for nothing: one whose key is not a rule name, whose value this
+version cannot read, or whose value names another rule than its key is skipped with a warning and listed in
+`TopicFollower.skipped` (`rules list` shows them; `rules delete` can tombstone them): it never stops the reader
+nor hides the other rules. A topic just created has no partition leader for a moment: creation waits for one,
+and reads retry the broker's transient refusals (NOT_LEADER_FOR_PARTITION, ...) until their timeout.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from common.kafka_security import KafkaSecurity
 from spark_pipeline.rules.model import (
     RULES_TOPIC,
     STATUS_TOPIC,
     ModelError,
     Rule,
+    RuleError,
     RuleStatus,
     check_name,
     output_topic,
@@ -29,7 +38,16 @@ from spark_pipeline.rules.model import (
 
 log = logging.getLogger("spark_pipeline.rules")
 
-T = TypeVar("T")
+
+
+class Named(Protocol):
+    """A stored value: it names the rule it belongs to (and must be stored under that key)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+T = TypeVar("T", bound=Named)
 TOPIC_CONFIG = {"cleanup.policy": "compact", "retention.ms": "-1", "min.insync.replicas": "1",
                 "max.message.bytes": str(1024 * 1024)}
 OUTPUT_PARTITIONS = 3
@@ -40,19 +58,49 @@ class StoreError(RuntimeError):
     """Kafka refused or timed out a read or a write of the rule topics; the message says which."""
 
 
-def _cluster(bootstrap: str, timeout_s: float) -> tuple[AdminClient, Any]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def _client(bootstrap: str, security: KafkaSecurity | None, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": bootstrap, **(security or KafkaSecurity()).librdkafka(), **extra}
+
+
+def _cluster(bootstrap: str, timeout_s: float, security: KafkaSecurity | None = None) -> tuple[AdminClient, Any]:
+    admin = AdminClient(_client(bootstrap, security))
     try:
         return admin, admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
         raise StoreError(f"cannot reach Kafka at {bootstrap}: {exc}") from None
 
 
-def ensure_topics(bootstrap: str, timeout_s: float = 30.0) -> list[str]:
-    """Create RULES_TOPIC and STATUS_TOPIC if missing (compacted, one partition); return the names created."""
-    admin, meta = _cluster(bootstrap, timeout_s)
+def wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) -> None:
+    """Wait until every partition of `topics` has a leader (a topic just created has none for a moment: a read
+    then fails with NOT_LEADER_FOR_PARTITION or UNKNOWN_TOPIC_OR_PART)."""
+    deadline = time.monotonic() + timeout_s
+    pending = list(topics)
+    while pending:
+        try:
+            meta = admin.list_topics(timeout=max(1.0, deadline - time.monotonic()))
+        except KafkaException as exc:
+            raise StoreError(f"cannot read the metadata of {', '.join(pending)}: {exc}") from None
+        pending = [t for t in pending if not _led(meta, t)]
+        if not pending:
+            return
+        if time.monotonic() >= deadline:
+            raise StoreError(f"no partition leader for {', '.join(pending)} after {timeout_s:.0f} s")
+        time.sleep(0.1)
+
+
+def _led(meta: Any, topic: str) -> bool:
+    t = meta.topics.get(topic)
+    return t is not None and t.error is None and bool(t.partitions) and all(
+        p.leader >= 0 and p.error is None for p in t.partitions.values())
+
+
+def ensure_topics(bootstrap: str, timeout_s: float = 30.0, security: KafkaSecurity | None = None) -> list[str]:
+    """Create RULES_TOPIC and STATUS_TOPIC if missing (compacted, one partition) and wait for their leaders;
+    return the names created."""
+    admin, meta = _cluster(bootstrap, timeout_s, security)
     missing = [t for t in (RULES_TOPIC, STATUS_TOPIC) if t not in meta.topics]
     if not missing:
+        wait_for_leaders(admin, [RULES_TOPIC, STATUS_TOPIC], timeout_s)
         return []
     rf = max(1, min(3, len(meta.brokers)))
     futures = admin.create_topics([NewTopic(t, num_partitions=1, replication_factor=rf, config=TOPIC_CONFIG)
@@ -67,15 +115,16 @@ def ensure_topics(bootstrap: str, timeout_s: float = 30.0) -> list[str]:
             if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 continue  # another process created it meanwhile
             raise StoreError(f"cannot create topic {name}: {exc}") from None
+    wait_for_leaders(admin, [RULES_TOPIC, STATUS_TOPIC], timeout_s)
     return created
 
 
 def ensure_output_topic(bootstrap: str, name: str, *, compacted: bool, partitions: int = OUTPUT_PARTITIONS,
-                        timeout_s: float = 30.0) -> bool:
+                        timeout_s: float = 30.0, security: KafkaSecurity | None = None) -> bool:
     """Create rule `name`'s output topic if missing (compacted for an aggregation, whose records are upserts by
     key; else kept OUTPUT_RETENTION_MS); whether it was created."""
     topic = output_topic(name)
-    admin, meta = _cluster(bootstrap, timeout_s)
+    admin, meta = _cluster(bootstrap, timeout_s, security)
     if topic in meta.topics:
         return False
     config = {"cleanup.policy": "compact"} if compacted else {"cleanup.policy": "delete",
@@ -90,6 +139,7 @@ def ensure_output_topic(bootstrap: str, name: str, *, compacted: bool, partition
         if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
             return False
         raise StoreError(f"cannot create topic {topic}: {exc}") from None
+    wait_for_leaders(admin, [topic], timeout_s)
     return True
 
 
@@ -97,35 +147,50 @@ class TopicFollower(Generic[T]):
     """Reads one compacted topic from its beginning and keeps its latest value per key (None: deleted).
 
     `read_to_end()` returns the keys that changed since the last call (the first call: every key), after
-    reading up to the end offset the broker reports at the time of the call.
+    reading up to the end offset the broker reports at the time of the call. `skipped` holds the keys whose
+    latest record was skipped (module doc), with the reason.
     """
 
-    def __init__(self, bootstrap: str, topic: str, parse: Callable[[bytes], T], timeout_s: float = 30.0) -> None:
+    def __init__(self, bootstrap: str, topic: str, parse: Callable[[bytes], T], timeout_s: float = 30.0,
+                 security: KafkaSecurity | None = None) -> None:
         self.topic = topic
         self.parse = parse
         self.timeout_s = timeout_s
         self.latest: dict[str, T] = {}
-        self._consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"headwater-rules-{uuid.uuid4().hex}",
-            "enable.auto.commit": False, "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+        self.skipped: dict[str, str] = {}
+        self._consumer = Consumer(_client(
+            bootstrap, security, **{"group.id": f"headwater-rules-{uuid.uuid4().hex}", "enable.auto.commit": False,
+                                    "isolation.level": "read_committed", "auto.offset.reset": "earliest"}))
         self._partition = TopicPartition(topic, 0, OFFSET_BEGINNING)
         self._consumer.assign([self._partition])
         self._position = 0
 
+    def _high(self) -> int:
+        """The end offset, retrying the broker's transient refusals (a topic just created) until the timeout."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                _, high = self._consumer.get_watermark_offsets(self._partition, timeout=self.timeout_s)
+                return int(high)
+            except KafkaException as exc:
+                if time.monotonic() >= deadline:
+                    raise StoreError(f"cannot read the end offset of {self.topic}: {exc}") from None
+                time.sleep(0.2)
+
     def read_to_end(self) -> dict[str, T | None]:
-        try:
-            _, high = self._consumer.get_watermark_offsets(self._partition, timeout=self.timeout_s)
-        except Exception as exc:
-            raise StoreError(f"cannot read the end offset of {self.topic}: {exc}") from None
+        high = self._high()
         changed: dict[str, T | None] = {}
+        deadline = time.monotonic() + self.timeout_s
         while self._position < high:
-            msg = self._consumer.poll(timeout=self.timeout_s)
+            msg = self._consumer.poll(timeout=max(0.1, deadline - time.monotonic()))
             if msg is None:
                 raise StoreError(f"timed out reading {self.topic} at offset {self._position} of {high}")
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
                     break
+                if err.retriable() and time.monotonic() < deadline:
+                    continue
                 raise StoreError(f"reading {self.topic}: {err}")
             self._position = int(msg.offset() or 0) + 1
             self._apply(msg.key(), msg.value(), changed)
@@ -134,16 +199,30 @@ class TopicFollower(Generic[T]):
     def _apply(self, raw_key: bytes | None, value: bytes | None, changed: dict[str, T | None]) -> None:
         key = (raw_key or b"").decode("utf-8", "replace")
         if value is None:
+            self.skipped.pop(key, None)
             if self.latest.pop(key, None) is not None or key in changed:
                 changed[key] = None
             return
         try:
+            check_name(key)
             parsed = self.parse(value)
-        except ModelError as exc:
-            log.warning("%s: skipping the value of key %r: %s", self.topic, key, exc)
+            if parsed.name != key:
+                raise ModelError(f"the value names rule {parsed.name!r}")
+        except (ModelError, RuleError) as exc:
+            self._skip(key, exc.message if isinstance(exc, RuleError) else str(exc), changed)
             return
+        except Exception as exc:  # a poisoned record must never stop the reader
+            self._skip(key, f"unreadable: {type(exc).__name__}", changed)
+            return
+        self.skipped.pop(key, None)
         self.latest[key] = parsed
         changed[key] = parsed
+
+    def _skip(self, key: str, reason: str, changed: dict[str, T | None]) -> None:
+        log.warning("%s: skipping the record keyed %r: %s", self.topic, key[:100], reason[:300])
+        self.skipped[key] = reason[:300]
+        if self.latest.pop(key, None) is not None:  # a valid value replaced by a bad one: the key is gone
+            changed[key] = None
 
     def close(self) -> None:
         self._consumer.close()
@@ -152,29 +231,35 @@ class TopicFollower(Generic[T]):
 class RuleStore:
     """The rules and statuses of one pipeline (one Kafka cluster): read the latest, write, delete."""
 
-    def __init__(self, bootstrap: str, timeout_s: float = 30.0, create: bool = True) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float = 30.0, create: bool = True,
+                 security: KafkaSecurity | None = None) -> None:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
+        self.security = security
         if create:
-            ensure_topics(bootstrap, timeout_s)
-        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+            ensure_topics(bootstrap, timeout_s, security)
+        self._producer = Producer({**_client(bootstrap, security), "acks": "all", "enable.idempotence": True,
                                    "linger.ms": 0})
 
-    def _latest(self, topic: str, parse: Callable[[bytes], T]) -> dict[str, T]:
-        follower = TopicFollower(self.bootstrap, topic, parse, self.timeout_s)
+    def _read(self, topic: str, parse: Callable[[bytes], T]) -> tuple[dict[str, T], dict[str, str]]:
+        follower = TopicFollower(self.bootstrap, topic, parse, self.timeout_s, self.security)
         try:
             follower.read_to_end()
-            return dict(follower.latest)
+            return dict(follower.latest), dict(follower.skipped)
         finally:
             follower.close()
 
     def latest_rules(self) -> dict[str, Rule]:
         """Every rule stored now, by name."""
-        return self._latest(RULES_TOPIC, Rule.from_json)
+        return self._read(RULES_TOPIC, Rule.from_json)[0]
+
+    def rules_and_skipped(self) -> tuple[dict[str, Rule], dict[str, str]]:
+        """Every rule stored now, and the keys of the records skipped (key -> why)."""
+        return self._read(RULES_TOPIC, Rule.from_json)
 
     def statuses(self) -> dict[str, RuleStatus]:
         """The latest status of every rule that has one, by name."""
-        return self._latest(STATUS_TOPIC, RuleStatus.from_json)
+        return self._read(STATUS_TOPIC, RuleStatus.from_json)[0]
 
     def _send(self, topic: str, key: str, value: bytes | None) -> None:
         errors: list[str] = []
@@ -196,6 +281,10 @@ class RuleStore:
     def delete(self, name: str) -> None:
         """Delete rule `name` (a tombstone); the pipeline then stops its query."""
         self._send(RULES_TOPIC, check_name(name), None)
+
+    def delete_skipped(self, key: str) -> None:
+        """Tombstone the record keyed `key` (one `rules_and_skipped` reported as skipped, any key)."""
+        self._send(RULES_TOPIC, key, None)
 
     def put_status(self, status: RuleStatus) -> None:
         self._send(STATUS_TOPIC, status.name, status.to_json())

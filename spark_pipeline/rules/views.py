@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 from pyspark.sql.types import StructType, TimestampType
 
+from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient
 from spark_pipeline import aggregate, decode, enrich, extract, shared
 from spark_pipeline.config import PipelineConfig
@@ -156,10 +157,12 @@ def rule_output_view(raw: DataFrame, writers: list[WriterSchema], lateness: str)
     return df
 
 
-def rule_source(spark: SparkSession, bootstrap: str, name: str, streaming: bool) -> DataFrame:
+def rule_source(spark: SparkSession, bootstrap: str, name: str, streaming: bool,
+                security: KafkaSecurity | None = None) -> DataFrame:
     """The raw Kafka rows of rule `name`'s output topic (a stream from the earliest offset, or a batch)."""
-    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": f"{OUTPUT_TOPIC_PREFIX}{name}",
-               "startingOffsets": "earliest", "failOnDataLoss": "false", **NO_JMX}
+    options = {"kafka.bootstrap.servers": bootstrap, **(security or KafkaSecurity()).spark_options(),
+               "subscribe": f"{OUTPUT_TOPIC_PREFIX}{name}", "startingOffsets": "earliest", "failOnDataLoss": "false",
+               **NO_JMX}
     if streaming:
         return spark.readStream.format("kafka").options(**options).load()
     return spark.read.format("kafka").options(**options).load()
@@ -167,7 +170,8 @@ def rule_source(spark: SparkSession, bootstrap: str, name: str, streaming: bool)
 
 def register_views(spark: SparkSession, events_df: DataFrame, snapshot_or_registry: SchemaSnapshot | RegistryClient,
                    rule_outputs: Mapping[str, Rule], *, bootstrap: str, subject_prefix: str = "headwater.events.",
-                   lateness: str = "30 seconds", registry: RegistryClient | None = None) -> Views:
+                   lateness: str = "30 seconds", registry: RegistryClient | None = None,
+                   security: KafkaSecurity | None = None) -> Views:
     """Register `events`, a view per event type and one per emitting rule of `rule_outputs` (as temp views of
     `spark`, replacing views of the same names) and return them.
 
@@ -196,7 +200,7 @@ def register_views(spark: SparkSession, events_df: DataFrame, snapshot_or_regist
         writers = subject_versions(client, output_subject(name))
         if not writers:
             continue
-        raw = rule_source(spark, bootstrap, name, events_df.isStreaming)
+        raw = rule_source(spark, bootstrap, name, events_df.isStreaming, security)
         frames[f"{OUTPUT_VIEW_PREFIX}{name}"] = rule_output_view(raw, writers, lateness)
         rules.append(name)
     for view, df in frames.items():

@@ -63,3 +63,12 @@ def test_hand_written_notes_survive_regeneration(tmp_path: Path) -> None:
     stale.write_text("# a page whose run was removed\n")
     report.generate(tmp_path)
     assert note.exists() and not stale.exists()
+
+
+def test_the_index_orders_runs_by_number_not_by_text(tmp_path: Path) -> None:
+    """peers-9 came after peers-15 in the index."""
+    shutil.copytree(report.DOCS / "runs", tmp_path / "runs")
+    report.generate(tmp_path)
+    index = (tmp_path / "README.md").read_text()
+    assert index.index("2026-11-24-peers-15]") < index.index("2026-11-24-peers-10]") < index.index(
+        "2026-11-24-peers-9]") < index.index("2026-11-24-peers-1]")

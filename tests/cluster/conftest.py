@@ -1,5 +1,7 @@
 """The cluster profile on free ports for the whole session (3 brokers, 2 registries, 3 gateways, HAProxy), started
-once and shared by every fault test of tests/cluster/."""
+once and shared by every fault test of tests/cluster/. The fault suite runs the topology without its security
+(plain listeners, no ACLs): it measures what faults cost, and its probes talk to each instance directly; the
+secured cluster itself is started and used end to end by tests/cluster/test_secure_cluster.py."""
 
 from __future__ import annotations
 
@@ -7,15 +9,15 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from stack.cluster.config import ClusterConfig
-from stack.cluster.haproxy import HAProxy
-from stack.cluster.topology import Cluster
-from stack.config import REPO_ROOT
-from tests.conftest import free_port
+from stack.config import CLUSTER, REPO_ROOT, StackConfig
+from stack.haproxy import HAProxy
+from stack.launcher import Stack
+from tests.support.ports import free_port
 
 # Short Kafka timeouts so that lost brokers turn into 503s within seconds (as the single-node fault suite does).
 CLUSTER_GATEWAY_ENV = {
@@ -27,11 +29,13 @@ CLUSTER_GATEWAY_ENV = {
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, dict[str, str]]]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, dict[str, str]]]:
     """The running profile and its stack.env; a machine without HAProxy fails here (`make setup-haproxy`)."""
     HAProxy.binary()
-    cfg = ClusterConfig.on_free_ports(tmp_path_factory.mktemp("cluster"), free_port, events_partitions=6)
-    profile = Cluster(cfg, gateway_env=CLUSTER_GATEWAY_ENV)
+    # tests/cluster/spark_fault.py starts its own Spark
+    topology = replace(CLUSTER, console=False, spark=False, secure=False)
+    cfg = StackConfig.on_free_ports(tmp_path_factory.mktemp("cluster"), free_port, topology, events_partitions=6)
+    profile = Stack(cfg, gateway_env=CLUSTER_GATEWAY_ENV)
     try:
         yield profile, profile.up().env
     finally:

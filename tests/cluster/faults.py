@@ -8,12 +8,12 @@ import json
 import time
 import urllib.error
 import urllib.request
-import uuid
+from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from common.kafka_read import topic_end_offsets
 from stack.topics import EVENTS_TOPIC
 
 
@@ -23,20 +23,11 @@ def leaders(bootstrap: str, topic: str = EVENTS_TOPIC) -> dict[int, int]:
     return {p: m.leader for p, m in md.topics[topic].partitions.items()}
 
 
-def end_offsets(bootstrap: str, topic: str = EVENTS_TOPIC) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"cluster-test-{uuid.uuid4()}"})
-    try:
-        parts = consumer.list_topics(topic, timeout=15).topics[topic].partitions
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
-    finally:
-        consumer.close()
-
-
 def busiest_leader(bootstrap: str, window_s: float = 3.0) -> tuple[int, list[int]]:
     """The node leading the partitions that grew most over `window_s`, and those partitions (busiest first)."""
-    before = end_offsets(bootstrap)
-    time.sleep(window_s)
-    after = end_offsets(bootstrap)
+    before = topic_end_offsets(bootstrap, EVENTS_TOPIC, committed=False, timeout_s=15)
+    time.sleep(window_s)  # the measuring window, not a wait for a condition
+    after = topic_end_offsets(bootstrap, EVENTS_TOPIC, committed=False, timeout_s=15)
     growth = sorted(after, key=lambda p: after[p] - before.get(p, 0), reverse=True)
     lead = leaders(bootstrap)
     top = growth[: max(1, len(growth) // 2)]
@@ -68,3 +59,18 @@ def registry(url: str, method: str, path: str, doc: Any = None) -> tuple[int, An
 
 def record_schema(name: str) -> str:
     return json.dumps({"type": "record", "name": name, "fields": [{"name": "a", "type": "string"}]})
+
+
+def active_controller(data_dirs: list[Path]) -> int | None:
+    """The node id of the KRaft quorum's leader, as the surviving nodes record it in their `quorum-state` file
+    (the most recent epoch wins); None while no node names one."""
+    best: tuple[int, int] | None = None
+    for data_dir in data_dirs:
+        try:
+            state = json.loads((data_dir / "__cluster_metadata-0" / "quorum-state").read_text())
+        except (OSError, ValueError):
+            continue
+        leader, epoch = int(state.get("leaderId", -1)), int(state.get("leaderEpoch", -1))
+        if leader > 0 and (best is None or epoch > best[1]):
+            best = (leader, epoch)
+    return best[0] if best else None

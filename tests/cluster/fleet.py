@@ -12,7 +12,6 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import headwater
@@ -20,6 +19,7 @@ import headwater
 from loadtest.kafka_scan import scan
 from loadtest.reconcile import Report, Tally
 from stack.topics import EVENTS_TOPIC
+from tests.support.wait import wait_for
 
 # What must never happen: an event dropped, a batch refused, an event rejected.
 FATAL = (headwater.EventsDroppedError, headwater.BatchRejectedError, headwater.EventRejectedError)
@@ -140,8 +140,9 @@ class Fleet:
             return sum(last - first + 1 for _, first, last in self.delivered)
 
     def wait_acked(self, count: int, timeout_s: float = 300.0) -> None:
-        wait_for(lambda: self.acknowledged() >= count, timeout_s, f"{count} acknowledged events "
-                 f"(have {self.acknowledged()}; statuses {dict(self.statuses)})")
+        wait_for(f"{count} acknowledged events "
+                 f"(have {self.acknowledged()}; statuses {dict(self.statuses)})",
+                 lambda: self.acknowledged() >= count, timeout_s)
 
     def finish(self, timeout_s: float = 600.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -178,10 +179,3 @@ class Fleet:
         assert report.acknowledged == len(self.event_ids) >= self.per_producer * len(self._threads), report
         assert report.missing == 0 and report.id_mismatches == 0 and report.seq_gaps == 0, report
         return report
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)

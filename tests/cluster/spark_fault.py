@@ -24,9 +24,10 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from stack.spark_standalone import SparkStandalone
 from tests.cluster.spark_recipe import REPO_ROOT, Recipe, offsets_json
-from tests.kafka_helpers import end_offsets
 from tests.spark_pipeline.test_crash_recovery import committed
 from tests.spark_pipeline.truth import Key, live_aggregates, new_topic
+from tests.support.kafka import end_offsets
+from tests.support.wait import wait_for as support_wait_for
 
 PRODUCERS = 3
 PER_PRODUCER = int(os.environ.get("HEADWATER_SPARK_FAULT_EVENTS", "10000"))  # at least this many each
@@ -43,13 +44,13 @@ def page_view(i: int, run: str) -> dict[str, Any]:
 
 def wait_for(what: str, check: Any, timeout: float = WAIT_S, job: subprocess.Popen[bytes] | None = None,
              log: Path | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
+    """tests/support/wait.py's wait, failing at once (with the job's log) when the Spark job exits."""
+    def alive() -> None:
         if job is not None and job.poll() is not None:
             raise AssertionError(f"the job exited ({job.returncode}) waiting for {what}: "
                                  f"{log.read_text()[-4000:] if log else ''}")
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
+
+    support_wait_for(what, check, timeout, interval_s=0.2, alive=alive)
 
 
 @dataclass

@@ -13,14 +13,16 @@ from typing import Any
 
 import pytest
 
-from stack.cluster.topology import Cluster
-from tests.cluster.faults import batch_requests, busiest_leader, leaders, record_schema, registry
-from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet, wait_for
-from tests.kafka_helpers import end_offsets
+from stack.launcher import Stack
+from tests.cluster.faults import active_controller, batch_requests, busiest_leader, leaders, record_schema, registry
+from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet
+from tests.cluster.window import Prober
 from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.kafka import end_offsets
+from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
-ClusterEnv = tuple[Cluster, dict[str, str]]
+ClusterEnv = tuple[Stack, dict[str, str]]
 GO_EVENTS = 5000 * SCALE
 
 
@@ -55,20 +57,53 @@ class GoProducer:
         return answer
 
 
+def _targets(profile: Stack, env: dict[str, str]) -> dict[str, str]:
+    """Each gateway directly, and HAProxy (what the SDKs see)."""
+    return {**{f"gateway {port}": f"http://127.0.0.1:{port}" for port in profile.cfg.gateway_ports},
+            "haproxy": env["GATEWAY_URL"]}
+
+
 def test_kill_9_the_leader_of_the_busiest_partitions(cluster: ClusterEnv) -> None:
+    """Also measures, per gateway and through HAProxy, the window from the first failed answer to the first 200."""
     profile, env = cluster
-    with Fleet(env) as fleet:
+    with Fleet(env) as fleet, Prober(_targets(profile, env), env["HEADWATER_WRITE_KEY"]) as prober:
         fleet.wait_acked(EVENTS_PER_FAULT // 5)
         node, partitions = busiest_leader(env["KAFKA_BOOTSTRAP"])
         print(f"\nkill -9 of node {node}, leader of partitions {partitions}")
-        profile.brokers.node(node).kill()
+        killed = time.monotonic()
+        profile.kafka.node(node).kill()
         killed_at = fleet.acknowledged()
-        wait_for(lambda: all(leaders(env["KAFKA_BOOTSTRAP"])[p] not in (node, -1) for p in partitions), 90,
-                 "new leaders for the busiest partitions")
+        wait_for("new leaders for the busiest partitions",
+                 lambda: all(leaders(env["KAFKA_BOOTSTRAP"])[p] not in (node, -1) for p in partitions), 90)
         fleet.wait_acked(killed_at + 2000)  # producing goes on with two brokers
-        profile.brokers.node(node).start_process()
-        profile.brokers.wait_ready(3)
+        wait_for("a 200 from every gateway again", lambda: prober.recovered(killed), 120)
+        print(f"no-200 window after the kill, seconds: {prober.windows(killed)}")
+        profile.kafka.node(node).start_process()
+        profile.kafka.wait_ready(3)
         fleet.check("leader kill -9")
+
+
+def test_kill_9_the_active_controller(cluster: ClusterEnv) -> None:
+    """The KRaft quorum's leader (a broker too, in this profile) killed under load: the two others elect a new
+    one, producing goes on; the no-200 window per gateway and through HAProxy is printed."""
+    profile, env = cluster
+    dirs = [n.data_dir for n in profile.kafka.nodes]
+    with Fleet(env) as fleet, Prober(_targets(profile, env), env["HEADWATER_WRITE_KEY"]) as prober:
+        fleet.wait_acked(EVENTS_PER_FAULT // 5)
+        node = active_controller(dirs)
+        assert node is not None, "no node records a quorum leader"
+        print(f"\nkill -9 of node {node}, the active controller")
+        killed = time.monotonic()
+        profile.kafka.node(node).kill()
+        killed_at = fleet.acknowledged()
+        others = [d for d in dirs if d != profile.kafka.node(node).data_dir]
+        wait_for("a new active controller", lambda: active_controller(others) not in (None, node), 60)
+        fleet.wait_acked(killed_at + 2000)
+        wait_for("a 200 from every gateway again", lambda: prober.recovered(killed), 120)
+        print(f"no-200 window after the kill, seconds: {prober.windows(killed)}")
+        profile.kafka.node(node).start_process()
+        profile.kafka.wait_ready(3)
+        fleet.check("active controller kill -9")
 
 
 def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv, go_producer: Path, tmp_path: Path) -> None:
@@ -80,7 +115,7 @@ def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv, go_
         fleet.wait_acked(EVENTS_PER_FAULT // 5)
         victims = [2, 3]
         for node in victims:
-            profile.brokers.node(node).kill()
+            profile.kafka.node(node).kill()
         # Requests in flight at the kill may still commit; after the gateways' transaction timeout, none can.
         time.sleep(12)
         window = time.monotonic()
@@ -91,8 +126,8 @@ def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv, go_
         assert during[200] == 0 and fleet.acknowledged() == acked, during
         assert during[503] > 0, during
         for node in victims:
-            profile.brokers.node(node).start_process()
-        profile.brokers.wait_ready(3)
+            profile.kafka.node(node).start_process()
+        profile.kafka.wait_ready(3)
         fleet.wait_acked(acked + 1000, timeout_s=180)
         fleet.check("two brokers kill -9")
         result = go.result()
@@ -138,7 +173,7 @@ def test_kill_9_a_registry_the_other_serves_and_writes_work(cluster: ClusterEnv)
         return {"cluster-before-0", "cluster-before-1"} <= set(registry(url, "GET", "/subjects")[1])
 
     for url in direct:
-        wait_for(lambda url=url: both_seen(url), 30, f"both writes visible on {url}")  # type: ignore[misc]
+        wait_for(f"both writes visible on {url}", lambda url=url: both_seen(url), 30)  # type: ignore[misc]
     with Fleet(env) as fleet:
         fleet.wait_acked(EVENTS_PER_FAULT // 5)
         profile.registry_process(1).kill()

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import zstandard
 
 BREAKS = ("ignore_retry_after", "new_batch_id_on_retry", "resend_rejected", "split_reuses_parent_id",
-          "retry_refused", "none")
+          "retry_refused", "uncapped_retry_after", "none")
 RETRYABLE = frozenset({408, 429, 500, 502, 503, 504})
 SPLIT_NS = uuid.UUID("6f1f0c2e-9a10-4b59-8d55-2f6f1d1b9a10")
 NAME, VERSION = "headwater-fake", "0.0.1"
@@ -108,6 +108,8 @@ class FakeSdk:
             cap = min(float(self.opts["retry_max_s"]), float(self.opts["retry_base_s"]) * 2 ** attempt)
             wait = random.uniform(0, cap)
             after = _retry_after(headers.get("retry-after"))
+            if after is not None and self.broken != "uncapped_retry_after":
+                after = min(after, 10 * float(self.opts["retry_max_s"]))  # protocol.md §6: the cap
             if after is not None and self.broken != "ignore_retry_after":
                 wait = max(wait, after)
             time.sleep(wait)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from pathlib import Path
 
 import pytest
 from hwconformance.gatewaycase import run_gateway_on
+from hwconformance.mockgw import ServerTls
 from hwconformance.results import FAIL, PASS, Result, summary_line
 from hwconformance.runner import load_sdks, run_sdk
+from hwconformance.sdkcase import run_vector
 from hwconformance.vectors import SPECS, category, load
 
+from tests.certs import TestCA
 from tests.conformance.conftest import SUMMARIES
 
 SDK_NAMES = [s.name for s in load_sdks()]
@@ -28,10 +32,11 @@ UNREACHABLE = {"shutting_down": "sent to a request that starts while a worker dr
                                  "(tests/gateway/test_http_error_codes.py)"}
 
 
-def _check(target: str, results: list[Result], out: io.StringIO) -> None:
-    SUMMARIES.append(summary_line(target, results))
+def _check(target: str, results: list[Result], out: io.StringIO, label: str = "") -> None:
+    line = summary_line(target, results) + label
+    SUMMARIES.append(line)
     failed = [r for r in results if r.status == FAIL]
-    assert not failed, f"{summary_line(target, results)}\n{out.getvalue()}"
+    assert not failed, f"{line}\n{out.getvalue()}"
     assert any(r.status == PASS for r in results)
 
 
@@ -42,6 +47,20 @@ def test_sdk_passes_its_vectors(name: str) -> None:
     sdk = next(s for s in load_sdks() if s.name == name)
     out = io.StringIO()
     _check(name, run_sdk(sdk, load(), out=out), out)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("name", SDK_NAMES)
+def test_sdk_passes_its_vectors_over_tls(name: str, tmp_path: Path) -> None:
+    """The same vectors with the mock serving HTTPS (a private CA's certificate for localhost, given to the SDK as
+    `ca_bundle` / HEADWATER_CA_BUNDLE): keep-alive, retries, splits and close hold over TLS (protocol.md §1)."""
+    ca = TestCA(tmp_path / "ca")
+    leaf = ca.issue("localhost")
+    tls = ServerTls(leaf.cert, leaf.key, ca.pem)
+    sdk = next(s for s in load_sdks() if s.name == name)
+    out = io.StringIO()
+    _check(name, run_sdk(sdk, load(), out=out, runner=functools.partial(run_vector, tls=tls)), out, " (over TLS)")
 
 
 @pytest.mark.integration

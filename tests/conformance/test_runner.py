@@ -17,15 +17,18 @@ from hwconformance.wire import frame, unframe
 
 FAKE = str(Path(__file__).with_name("fake_sdk.py"))
 CHOSEN = ["responses/retry-429-retry-after", "responses/retry-503-retry-after", "responses/retry-500",
-          "responses/200-with-rejected", "responses/413-split-halves", "responses/refused-401"]
+          "responses/200-with-rejected", "responses/413-split-halves", "responses/refused-401",
+          "responses/retry-after-capped"]
 # What each broken behaviour must make fail among CHOSEN (everything else there must still pass).
 BREAKS = {
-    "ignore_retry_after": {"responses/retry-429-retry-after", "responses/retry-503-retry-after"},
+    "ignore_retry_after": {"responses/retry-429-retry-after", "responses/retry-503-retry-after",
+                           "responses/retry-after-capped"},
     "new_batch_id_on_retry": {"responses/retry-429-retry-after", "responses/retry-503-retry-after",
-                              "responses/retry-500"},
+                              "responses/retry-500", "responses/retry-after-capped"},
     "resend_rejected": {"responses/200-with-rejected"},
     "split_reuses_parent_id": {"responses/413-split-halves"},
     "retry_refused": {"responses/refused-401"},
+    "uncapped_retry_after": {"responses/retry-after-capped"},
 }
 
 

@@ -4,6 +4,7 @@ charts move while producers send, and a screenshot is taken (saved under .headwa
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.request
@@ -94,3 +95,23 @@ def test_console_page_draws_live_charts_without_errors(browser: Browser, stack_e
         exported = resp.read().decode()
     assert 'headwater_deadletter_records{reason="unknown_schema_version"}' in exported
     assert "headwater_loss_audit_still_missing_events 0.0" in exported
+
+
+def test_axis_labels_differ_on_a_flat_series_and_the_clock_is_utc(browser: Browser, stack_env: dict[str, str]) -> None:
+    """A lag of 0 throughout once read `0.00, 0.00, 0.00` up its axis; the header clock was local 12-hour time
+    beside UTC panels."""
+    browser.navigate(stack_env["CONSOLE_URL"] + "/")
+    browser.wait_for("window.headwaterConsole && window.headwaterConsole.draws >= 1")
+    labels = browser.evaluate("""(() => {
+        const canvas = document.createElement("canvas");
+        canvas.width = 560; canvas.height = 220;
+        const ctx = canvas.getContext("2d"), drawn = [], original = ctx.fillText.bind(ctx);
+        ctx.fillText = (text, x, y) => { if (x === 4) drawn.push(text); return original(text, x, y); };
+        canvas.getContext = () => ctx;
+        window.HeadwaterCharts.lineChart(canvas, [{ name: "lag", points: [[0, 0], [2000, 0], [4000, 0]] }]);
+        return drawn;
+    })()""")
+    assert len(labels) == 5 and len(set(labels)) == 5, labels
+    assert re.fullmatch(r"updated \d\d:\d\d:\d\d UTC · \d+ samples", browser.evaluate(
+        "document.getElementById('updated').textContent")), "the header clock is not UTC"
+    assert browser.errors == []

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
+from console.app import Console
 from console.config import ConfigError, ConsoleConfig
-from console.kafka_view import KafkaFigures, newest_windows
-from console.pipeline_files import checkpoint_offsets, lag, net_loss
+from console.kafka_view import MAX_REASONS, KafkaFigures, KafkaView, newest_windows
+from console.pipeline_files import (
+    checkpoint_offsets,
+    lag,
+    last_batch_at,
+    net_loss,
+    pipeline_health,
+    read_loss_audit,
+)
 from console.prom import parse, quantile, rate
 from console.sampler import Sampler
 
@@ -87,6 +97,10 @@ def test_checkpoint_offsets_come_from_the_newest_offset_log_entry(tmp_path: Path
     assert committed == {0: 9, 1: 11}
     assert lag({0: 10, 1: 20}, committed) == 10
     assert lag({0: 10}, None) is None
+    assert checkpoint_offsets(tmp_path, "headwater.events", committed=True) is None  # no commit log yet
+    (folder.parent / "commits").mkdir()
+    (folder.parent / "commits" / "1").write_text("v1\n{}\n")
+    assert checkpoint_offsets(tmp_path, "headwater.events", committed=True) == {0: 5, 1: 7}
 
 
 def test_net_loss_lists_open_gaps_first() -> None:
@@ -118,3 +132,49 @@ def test_config_reads_the_stack_names_and_rejects_bad_urls() -> None:
         ConsoleConfig.from_env({"HEADWATER_CONSOLE_GATEWAYS": "gw:8080"})
     with pytest.raises(ConfigError, match="HEADWATER_CONSOLE_PORT"):
         ConsoleConfig.from_env({"HEADWATER_CONSOLE_PORT": "0"})
+
+
+def test_a_healthy_pipeline_without_gaps_has_no_audit_file_and_that_is_no_error(tmp_path: Path) -> None:
+    """The loss audit writes Parquet only for gaps: its folder holding only Spark's metadata log is the healthy
+    case, once shown as `loss audit unreadable: ArrowInvalid`."""
+    metadata = tmp_path / "loss_audit" / "_spark_metadata"
+    metadata.mkdir(parents=True)
+    (metadata / "0").write_text("v1\n")
+    audit = read_loss_audit(tmp_path)
+    assert (audit.error, audit.still_missing, audit.rows) == (None, 0, 0)
+
+
+def test_the_pipeline_is_green_only_while_its_live_query_commits_batches(tmp_path: Path) -> None:
+    assert pipeline_health(None, None, None) == "no checkpoint yet"
+    assert pipeline_health({0: 5}, 0, 3.0) == "ok"
+    assert pipeline_health({0: 5}, 120, 10.0) == "ok"  # behind, but moving
+    assert pipeline_health({0: 5}, 0, 600.0).startswith("idle: last batch 600 s ago")
+    assert pipeline_health({0: 5}, 120, 600.0).startswith("stopped or stalled: 120 records unread")
+    commits = tmp_path / "checkpoints" / "aggregates_live" / "commits"
+    commits.mkdir(parents=True)
+    (commits / "7").write_text("v1\n")
+    os.utime(commits / "7", (1_000_000, 1_000_000))
+    assert last_batch_at(tmp_path) == 1_000_000
+
+
+def test_dead_letter_reasons_are_bounded_in_number_and_length_on_metrics() -> None:
+    """One record whose reason is 900 KB (anyone who reaches the broker can write one) made every scrape of
+    /metrics 900 KB; a thousand distinct reasons made a thousand series."""
+    view = KafkaView(ConsoleConfig.from_env({}))
+    try:
+        for value in [json.dumps({"reason": "x" * 900_000}).encode(), b"\xff not json",
+                      *(json.dumps({"reason": f"code_{i}"}).encode() for i in range(1000)),
+                      json.dumps({"reason": "invalid_event"}).encode()]:
+            view._take(view.topics[1], value)
+        console = Console(ConsoleConfig.from_env({}), view)
+        console.figures = view.figures
+        console._export(None)
+        exported = generate_latest(console.exported.registry).decode()
+    finally:
+        view.close()
+    series = [line for line in exported.splitlines() if line.startswith("headwater_deadletter_records{")]
+    assert len(series) <= MAX_REASONS and len(exported) < 10_000
+    assert max(len(line) for line in series) < 120
+    assert 'reason="other"' in exported and 'reason="unreadable"' in exported
+    assert view.figures.deadletters_total == 1003
+    assert sum(view.figures.deadletters_by_reason.values()) == 1003

@@ -3,40 +3,22 @@ versions, which must not change the "latest" version other tests' events are enc
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
-from stack.config import StackConfig
 from stack.launcher import Stack
-from tests.conftest import free_port
+from tests.support.stack import private_stack_config
 
 
 @pytest.fixture(scope="session")
 def incident_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The endpoints of the private stack, plus ENV_FILE: the path of its stack.env."""
-    state = tmp_path_factory.mktemp("incident-stack")
-    cfg = StackConfig.from_env({
-        "HEADWATER_STATE_DIR": str(state),
-        "HEADWATER_KAFKA_PORT": str(free_port()),
-        "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()),
-        "HEADWATER_REGISTRY_PORT": str(free_port()),
-        "HEADWATER_GATEWAY_PORT": str(free_port()),
-        "HEADWATER_EVENTS_PARTITIONS": "2",
-        "HEADWATER_KAFKA_HEAP_MB": "512",
-    })
+    cfg = replace(private_stack_config(tmp_path_factory.mktemp("incident-stack"), partitions=2, heap_mb=512),
+                  gateway_workers=1)  # one is plenty here
     stack = Stack(cfg)
-    workers = os.environ.get("HEADWATER_GATEWAY_WORKERS")
-    os.environ["HEADWATER_GATEWAY_WORKERS"] = "1"  # read by the gateway service at start; one is plenty here
     try:
-        env = stack.up().env
-    finally:
-        if workers is None:
-            os.environ.pop("HEADWATER_GATEWAY_WORKERS", None)
-        else:
-            os.environ["HEADWATER_GATEWAY_WORKERS"] = workers
-    try:
-        yield {**env, "ENV_FILE": str(cfg.env_file)}
+        yield {**stack.up().env, "ENV_FILE": str(cfg.env_file)}
     finally:
         stack.down()

@@ -33,7 +33,7 @@ from tests.deadletter.incident import (
     post,
     register,
 )
-from tests.kafka_helpers import consume_all
+from tests.support.kafka import consume_all
 
 pytestmark = pytest.mark.integration
 

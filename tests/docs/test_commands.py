@@ -16,11 +16,11 @@ _MAKE = re.compile(r"(?<![\w-])make ([a-z][a-z0-9-]*)")
 PROSE = {"it", "the", "a", "sure", "them", "its", "every", "one"}  # "make it ..." in a sentence
 EXTERNAL_MODULES = {"pytest", "pip", "venv"}
 _PY_M = re.compile(r"python -m ([A-Za-z_][\w.]*)((?: [a-z][a-z_-]*)?)")
-_SCRIPT = re.compile(r"(?<![\w/-])(headwater-[a-z]+)")
+_SCRIPT = re.compile(r"(?<![\w/-])(headwater-[a-z]+)(?![\w.*-])")  # not a name prefix such as `headwater-rules-*`
 _PIP = re.compile(r"pip install (\./[\w-]+)")
 _LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
-_PATH = re.compile(r"`((?:sdk-python|sdk-specs|gateway|registry|schemas|spark_pipeline|common|stack|bench|loadtest"
-                   r"|tests|docs)/[\w./-]*)`")
+_PATH = re.compile(r"`((?:sdk-python|sdk-specs|gateway|registry|schemas|spark_pipeline|common|stack|demo|deploy|bench"
+                   r"|loadtest|tests|docs)/[\w./-]*)`")
 
 
 def text(page: Path) -> str:

@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from typing import Any
 import aiohttp
 
 from tests.gateway.helpers import WRITE_KEY, batch, dumps, json_headers, page_view, zstd
+from tests.support.ports import free_port
 
 CHILD = """
 import asyncio, sys
@@ -40,12 +40,6 @@ async def main() -> None:
 asyncio.run(main())
 """
 BOMB = bytes.fromhex("28b52ffd2000010000") * (1024 * 1024 // 9)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -132,7 +126,7 @@ def main() -> None:
     parser.add_argument("--root", default=str(Path(__file__).resolve().parents[2]))
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
-    port = _free_port()
+    port = free_port()
     child = subprocess.Popen([sys.executable, "-c", CHILD, args.root, str(port)], cwd=args.root,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:

@@ -7,9 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from stack.config import StackConfig
 from stack.launcher import Stack
-from tests.conftest import free_port
+from tests.support.stack import private_stack_config
 
 # Short Kafka timeouts so that a dead or hung broker turns into 503s within seconds; the gateway restarted by
 # a test gets the same settings through the env it is started with.
@@ -25,12 +24,7 @@ FAULT_GATEWAY_ENV = {
 def fault_stack(tmp_path_factory: pytest.TempPathFactory,
                 stack_env: dict[str, str]) -> Iterator[tuple[Stack, dict[str, str]]]:
     # `stack_env` first: the session stack must be up before this fixture changes the environment below.
-    cfg = StackConfig.from_env({
-        "HEADWATER_STATE_DIR": str(tmp_path_factory.mktemp("fault-stack")),
-        "HEADWATER_KAFKA_PORT": str(free_port()), "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()),
-        "HEADWATER_REGISTRY_PORT": str(free_port()), "HEADWATER_GATEWAY_PORT": str(free_port()),
-        "HEADWATER_EVENTS_PARTITIONS": "2", "HEADWATER_KAFKA_HEAP_MB": "512",
-    })
+    cfg = private_stack_config(tmp_path_factory.mktemp("fault-stack"), partitions=2, heap_mb=512)
     stack = Stack(cfg)
     mp = pytest.MonkeyPatch()
     try:

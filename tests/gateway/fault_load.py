@@ -13,7 +13,6 @@ import threading
 import time
 import urllib.error
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,10 +147,3 @@ def check(load: Load, report: Report, *, max_duplicates: int | None = None) -> N
     assert report.seq_gaps == 0, report
     if max_duplicates is not None:
         assert report.duplicates <= max_duplicates, report
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)

@@ -1,4 +1,5 @@
-"""Test helpers for the gateway: event and batch builders, a fake registry serving the catalog, a fake producer."""
+"""Test helpers for the gateway: Avro events and batches, a fake producer, HTTP calls; the events, keys and fake
+registry the other tests use too are in tests/support/ (re-exported here)."""
 
 from __future__ import annotations
 
@@ -11,90 +12,23 @@ from typing import Any
 
 import fastavro
 
-from gateway.schema_cache import NotFound
-from schemas.catalog import SCHEMAS_DIR, load_catalog
+from common.avro_frame import frame
+from schemas.catalog import SCHEMAS_DIR
+from tests.support.events import batch, page_view
+from tests.support.fake_registry import FakeRegistry
+from tests.support.keys import WRITE_KEY
 
-WRITE_KEY = "hw_test-key-0123456789abcdefghijklmnopqrstuvwxyz"
-
-
-def page_view(seq: int = 0, marker: str = "", **overrides: Any) -> dict[str, Any]:
-    event: dict[str, Any] = {
-        "event_id": str(uuid.uuid4()), "event_type": "page_view", "producer_id": str(uuid.uuid4()), "seq": seq,
-        "node_id": f"node-{marker or 'x'}", "created_at": int(time.time() * 1000), "context": {"run": marker},
-        "properties": {"url": f"https://example.com/{marker}", "path": "/", "title": "Home", "user_agent": "ua",
-                       "session_id": "s1", "viewport": {"width": 1280, "height": 720}, "locale": "en"},
-    }
-    event.update(overrides)
-    return event
-
-
-def batch(*events: dict[str, Any], batch_id: str | None = None) -> dict[str, Any]:
-    return {"batch_id": batch_id or str(uuid.uuid4()), "sent_at": int(time.time() * 1000),
-            "sdk": {"name": "headwater-test", "version": "0"}, "events": list(events)}
-
+__all__ = ["WRITE_KEY", "FakeProducer", "FakeRegistry", "avro_batch", "avro_event", "avro_record", "batch", "dumps",
+           "event_type_schema", "http_post", "json_headers", "page_view", "zstd"]
 
 def dumps(doc: Any) -> bytes:
     return json.dumps(doc).encode()
 
 
-class FakeRegistry:
-    """Serves every catalog version under ids 1.. as the Confluent REST API would (`get(path)`); `register`
-    adds a version to any subject, as a client of the real registry could."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-        self.down = False
-        self.docs: dict[str, Any] = {"/subjects": []}
-        self.by_id: dict[int, dict[str, Any]] = {}
-        self.uses: dict[int, list[dict[str, Any]]] = {}
-        for et in load_catalog().event_types.values():
-            for v in range(1, et.latest_version + 1):
-                self.register(et.subject, et.schema_text(v))
-
-    def register(self, subject: str, schema_text: str) -> int:
-        """Add `schema_text` as the next version of `subject` (same text, same id); return its id."""
-        schema_id = next((i for i, d in self.by_id.items() if d["schema"] == schema_text), len(self.by_id) + 1)
-        versions = self.docs.setdefault(f"/subjects/{subject}/versions", [])
-        if not versions:
-            self.docs["/subjects"].append(subject)
-        version = len(versions) + 1
-        doc = {"subject": subject, "version": version, "id": schema_id, "schema": schema_text}
-        versions.append(version)
-        self.docs[f"/subjects/{subject}/versions/{version}"] = doc
-        self.docs[f"/subjects/{subject}/versions/latest"] = doc
-        self.by_id.setdefault(schema_id, doc)
-        self.uses.setdefault(schema_id, []).append({"subject": subject, "version": version})
-        return schema_id
-
-    async def get(self, path: str) -> Any:
-        from gateway.errors import RegistryUnavailable
-
-        self.calls.append(path)
-        if self.down:
-            raise RegistryUnavailable("registry down (fake)")
-        if path.startswith("/schemas/ids/") and path.endswith("/versions"):
-            uses = self.uses.get(int(path.split("/")[3]))
-            if uses is None:
-                raise NotFound(path)
-            return list(uses)
-        if path.startswith("/schemas/ids/"):
-            doc = self.by_id.get(int(path.rsplit("/", 1)[1]))
-            if doc is None:
-                raise NotFound(path)
-            return {"schema": doc["schema"]}
-        if path not in self.docs:
-            raise NotFound(path)
-        return self.docs[path]
-
-    def id_of(self, event_type: str, version: int) -> int:
-        return int(self.docs[f"/subjects/headwater.events.{event_type}/versions/{version}"]["id"])
-
-
 def avro_event(schema_text: str, schema_id: int, record: dict[str, Any]) -> bytes:
     buf = io.BytesIO()
-    buf.write(b"\x00" + schema_id.to_bytes(4, "big"))
     fastavro.schemaless_writer(buf, fastavro.parse_schema(json.loads(schema_text)), record)
-    return buf.getvalue()
+    return frame(schema_id, buf.getvalue())
 
 
 def avro_record(event: dict[str, Any], sent_at: int = 1) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from gateway.commit import CommitSettings, GroupCommitter
 from gateway.errors import KafkaUnavailable, ShuttingDown
 from gateway.records import KafkaRecord
 from tests.gateway.helpers import FakeProducer
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.unit
 
@@ -58,7 +59,7 @@ def test_under_load_transactions_begin_min_interval_apart_and_carry_more_batches
         await c.commit(_records("first"))  # nothing before it: committed after the window only
 
         async def later(i: int) -> None:
-            await asyncio.sleep(0.02 * i)
+            await asyncio.sleep(0.02 * i)  # arrivals 20 ms apart, within the interval: the test's input
             await c.commit(_records(f"b{i}"))
 
         await asyncio.gather(*(later(i) for i in range(5)))
@@ -76,7 +77,7 @@ def test_at_light_load_the_interval_adds_no_wait() -> None:
 
     async def run() -> None:
         for i in range(2):
-            await asyncio.sleep(0.6)
+            await asyncio.sleep(0.6)  # batches further apart than the interval: the test's input
             t0 = time.monotonic()
             await c.commit(_records(f"b{i}"))
             waits.append(time.monotonic() - t0)
@@ -136,9 +137,7 @@ def test_failed_abort_replaces_the_producer_and_unhealthy_fails_fast() -> None:
     producers[0].fail_abort = KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out"))
     with pytest.raises(KafkaUnavailable):
         asyncio.run(c.commit(_records("x")))
-    deadline = time.monotonic() + 5
-    while len(producers) < 2 and time.monotonic() < deadline:  # the batch is answered before the abort is tried
-        time.sleep(0.01)
+    wait_for("a new producer", lambda: len(producers) >= 2, 5)  # the batch is answered before the abort is tried
     assert c.wait_ready(5) and len(producers) == 2
     asyncio.run(c.commit(_records("y")))
     c.stop(5)
@@ -152,7 +151,7 @@ def test_stop_finishes_queued_work_then_refuses() -> None:
 
     async def run() -> None:
         tasks = [asyncio.create_task(c.commit(_records(f"b{i}"))) for i in range(3)]
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # one pass of the loop: each task has queued its batch (before its first await)
         await asyncio.get_running_loop().run_in_executor(None, c.stop, 5)
         await asyncio.gather(*tasks)
         with pytest.raises(ShuttingDown):

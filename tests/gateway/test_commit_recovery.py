@@ -16,6 +16,7 @@ from gateway.errors import KafkaUnavailable
 from gateway.producer import kafka_config
 from gateway.records import KafkaRecord
 from tests.gateway.helpers import FakeProducer
+from tests.support.wait import wait_for, wait_until
 
 TIMED_OUT = KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit timed out", retriable=True))
 
@@ -51,10 +52,9 @@ def test_batches_queued_behind_a_failed_transaction_get_503_before_the_new_produ
 
     async def run() -> list[BaseException | None]:
         head = asyncio.create_task(c.commit(_records("head")))
-        while first.open is None or not first.open:  # the head batch's transaction is running
-            await asyncio.sleep(0.01)
+        await wait_until("the head batch's transaction", lambda: first.open)
         queued = [asyncio.create_task(c.commit(_records(f"q{i}"))) for i in range(3)]
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # one pass of the loop: each task has queued its batch (before its first await)
         gate.set()  # the commit now fails (timed out)
         # Every batch is answered while the replacement producer still hangs in init_transactions.
         return await asyncio.wait_for(asyncio.gather(head, *queued, return_exceptions=True), 20)
@@ -62,9 +62,7 @@ def test_batches_queued_behind_a_failed_transaction_get_503_before_the_new_produ
     try:
         results = asyncio.run(run())
         assert len(results) == 4 and all(isinstance(r, KafkaUnavailable) for r in results), results
-        deadline = time.monotonic() + 10
-        while len(producers) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for("the replacement producer", lambda: len(producers) >= 2, 10)
         assert len(producers) == 2 and producers[1].inits == 0  # the replacement still hangs in its init
         with pytest.raises(KafkaUnavailable):  # while recovering, new batches are refused at once
             asyncio.run(c.commit(_records("late")))
@@ -86,9 +84,7 @@ def test_a_commit_in_doubt_replaces_the_producer_without_trying_an_abort() -> No
     producers[0].fail_abort = KafkaException(KafkaError(KafkaError._CONFLICT, "conflicting commit in progress"))
     with pytest.raises(KafkaUnavailable):
         asyncio.run(c.commit(_records("x")))
-    deadline = time.monotonic() + 10
-    while len(producers) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for("the replacement producer", lambda: len(producers) >= 2, 10)
     assert c.wait_ready(10) and len(producers) == 2
     assert producers[0].abort_attempts == 0  # no doomed abort (it would fail with _CONFLICT)
     asyncio.run(c.commit(_records("y")))

@@ -20,11 +20,10 @@ BASE = {"KAFKA_BOOTSTRAP": "127.0.0.1:9092", "REGISTRY_URL": "http://127.0.0.1:8
 
 
 def test_defaults_and_overrides() -> None:
-    cfg = GatewayConfig.from_env({**BASE, "HEADWATER_GATEWAY_MAX_EVENTS": "10",
-                                  "HEADWATER_GATEWAY_TRUSTED_PROXIES": "10.0.0.1, 10.0.0.2"})
+    cfg = GatewayConfig.from_env({**BASE, "HEADWATER_GATEWAY_MAX_EVENTS": "10"})
     assert cfg.limits.max_events == 10 and cfg.limits.max_body_bytes == 1 << 20
     assert cfg.registry_url == "http://127.0.0.1:8081"
-    assert cfg.trusted_proxies == frozenset({"10.0.0.1", "10.0.0.2"})
+    assert cfg.trusted_proxies == frozenset() and cfg.tls is None and cfg.proxy_socket == ""
     assert cfg.keys.authenticate(f"Bearer {KEY}") == "dev"
 
 
@@ -37,6 +36,12 @@ def test_defaults_and_overrides() -> None:
     ({"HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S": "30"}, "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S"),
     ({"HEADWATER_GATEWAY_LOG_LEVEL": "LOUD"}, "HEADWATER_GATEWAY_LOG_LEVEL"),
     ({"HEADWATER_GATEWAY_WRITE_KEYS_FILE": "/nonexistent/keys"}, "HEADWATER_GATEWAY_WRITE_KEYS_FILE"),
+    ({"HEADWATER_GATEWAY_TRUSTED_PROXIES": "127.0.0.2"}, "HEADWATER_GATEWAY_TRUSTED_PROXIES"),
+    ({"HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES": "haproxy"}, "HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES needs"),
+    ({"HEADWATER_GATEWAY_TLS_CERT": "/x.pem"}, "HEADWATER_GATEWAY_TLS_CERT and HEADWATER_GATEWAY_TLS_KEY"),
+    ({"HEADWATER_GATEWAY_TLS_CLIENT_CA": "/ca.pem"}, "HEADWATER_GATEWAY_TLS_CLIENT_CA needs"),
+    ({"KAFKA_SECURITY_PROTOCOL": "SASL_SSL"}, "KAFKA_SECURITY_PROTOCOL=SASL_SSL needs KAFKA_SASL_USERNAME"),
+    ({"HEADWATER_GATEWAY_REGISTRY_BASIC_AUTH_USER_INFO": "x"}, "HEADWATER_GATEWAY_REGISTRY_BASIC_AUTH_USER_INFO"),
 ])
 def test_errors_name_the_variable(env: dict[str, str], variable: str) -> None:
     with pytest.raises(ConfigError, match=variable):

@@ -16,9 +16,10 @@ import pytest
 from stack.launcher import Stack
 from stack.services import gateway_service
 from stack.topics import EVENTS_TOPIC
-from tests.gateway.fault_load import Load, check, reconcile, wait_for
+from tests.gateway.fault_load import Load, check, reconcile
 from tests.gateway.helpers import batch, dumps, http_post, json_headers, page_view, zstd
-from tests.kafka_helpers import consume_all
+from tests.support.kafka import consume_all
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -75,7 +76,7 @@ def test_broker_kill_9_under_load_loses_no_acknowledged_event(fault_stack: tuple
     with Load(env) as load:
         load.wait_acked(load.batches * 10)
         stack.kafka.kill()
-        wait_for(lambda: load.stats.statuses[503] >= 4, 60, "503 answers while the broker is dead")
+        wait_for("503 answers while the broker is dead", lambda: load.stats.statuses[503] >= 4, 60)
         stack.kafka.start()
         load.finish()
     assert load.stats.statuses[503] >= 4
@@ -87,13 +88,13 @@ def test_hung_broker_answers_503_before_the_sdk_times_out(fault_stack: tuple[Sta
     """SIGSTOP of the broker: batches queued behind the failed transaction get their 503 at once (issue 14
     item 12), so every answer comes well within the SDK's 10 s request timeout; then SIGCONT and recovery."""
     stack, env = fault_stack
-    pid = stack.kafka.process.pid()
+    pid = stack.kafka.node(1).process.pid()
     assert pid is not None
     with Load(env, clients=6) as load:
         load.wait_acked(load.batches * 10)
         os.kill(pid, signal.SIGSTOP)
         try:
-            wait_for(lambda: load.stats.statuses[503] >= 12, 90, "503 answers while the broker is hung")
+            wait_for("503 answers while the broker is hung", lambda: load.stats.statuses[503] >= 12, 90)
         finally:
             os.kill(pid, signal.SIGCONT)
         load.finish()

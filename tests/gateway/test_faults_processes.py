@@ -20,8 +20,9 @@ import pytest
 from stack.config import REPO_ROOT
 from stack.launcher import Stack
 from stack.services import gateway_service, registry_service
-from tests.gateway.fault_load import SCALE, Load, check, reconcile, wait_for
+from tests.gateway.fault_load import SCALE, Load, check, reconcile
 from tests.gateway.test_faults import _gateway_workers
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -45,8 +46,8 @@ def test_worker_kill_9_under_load(fault_stack: tuple[Stack, dict[str, str]]) -> 
         load.wait_acked(load.batches * 10)
         victim = _gateway_workers(port)[0][0]
         os.kill(victim, signal.SIGKILL)
-        wait_for(lambda: len(w := _gateway_workers(port)) == 2 and victim not in [p for p, _ in w], 60,
-                 "the supervisor to replace the worker")
+        wait_for("the supervisor to replace the worker",
+                 lambda: len(w := _gateway_workers(port)) == 2 and victim not in [p for p, _ in w], 60)
         load.finish()
     check(load, reconcile(env, load.producers, load.acked, load.started_ms))
 
@@ -62,7 +63,7 @@ def test_supervisor_kill_9_under_load(fault_stack: tuple[Stack, dict[str, str]])
         assert supervisor is not None
         os.kill(supervisor, signal.SIGKILL)
         try:
-            wait_for(lambda: not _gateway_workers(port), 60, "the orphaned workers to stop")
+            wait_for("the orphaned workers to stop", lambda: not _gateway_workers(port), 60)
         except AssertionError:
             _dump_stacks(stack, [pid for pid, _ in _gateway_workers(port)])
             raise
@@ -92,15 +93,15 @@ def test_registry_outage_cached_schemas_serve_and_a_restarted_worker_is_warm(
         before.wait_acked(before.batches * 10)
         registry.process(stack.cfg).stop(30)
         try:
-            wait_for(lambda: _readyz(env)[1].get("registry_reachable") is False, 60, "a failed schema refresh")
+            wait_for("a failed schema refresh", lambda: _readyz(env)[1].get("registry_reachable") is False, 60)
             status, body = _readyz(env)
             assert status == 200 and body["status"] == "ready", body
             before.finish()
             snapshots = log.read_text(errors="replace").count("from the workers' snapshot")
             victim = _gateway_workers(port)[0][0]
             os.kill(victim, signal.SIGKILL)
-            wait_for(lambda: log.read_text(errors="replace").count("from the workers' snapshot") > snapshots, 60,
-                     "the replacement worker to load the snapshot")
+            wait_for("the replacement worker to load the snapshot",
+                     lambda: log.read_text(errors="replace").count("from the workers' snapshot") > snapshots, 60)
             with Load(env) as during:  # both workers serve from cached schemas
                 during.finish()
             assert set(during.stats.statuses) == {200}, during.stats
@@ -130,8 +131,8 @@ def test_producer_kill_9(fault_stack: tuple[Stack, dict[str, str]], tmp_path: Pa
     proc = subprocess.Popen([sys.executable, "-m", "tests.gateway.fault_producer", str(acks), producer],
                             env={**os.environ, **env}, cwd=REPO_ROOT)
     try:
-        wait_for(lambda: acks.exists() and len(acks.read_text().splitlines()) >= 100 * SCALE, 120,
-                 "the producer's acknowledgements")
+        wait_for("the producer's acknowledgements",
+                 lambda: acks.exists() and len(acks.read_text().splitlines()) >= 100 * SCALE, 120)
     finally:
         proc.kill()
         proc.wait()

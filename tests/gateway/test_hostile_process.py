@@ -6,52 +6,30 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
-import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
 from tests.gateway.helpers import WRITE_KEY, batch, dumps, page_view
 from tests.gateway.hostile import MALFORMED, http_request, raw_http
+from tests.support.gateway import gateway_env, start_gateway, url_of, wait_live
 
 pytestmark = pytest.mark.integration
 
 
-def _wait_live(url: str, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the gateway exited"
-        try:
-            with urllib.request.urlopen(url + "/livez", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError("the gateway did not start listening")
-
-
 def test_real_gateway_process_logs_no_key_and_no_traceback(bootstrap: str, registry_url: str,
                                                            tmp_path: Path) -> None:
-    from gateway.auth import hash_key
-
-    port = free_port()
-    env = {**os.environ, "KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url,
-           "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{hash_key(WRITE_KEY)}", "HEADWATER_GATEWAY_PORT": str(port),
-           "HEADWATER_GATEWAY_WORKERS": "1", "HEADWATER_GATEWAY_LOG_LEVEL": "DEBUG",
-           "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"hostile-{uuid.uuid4().hex[:8]}"}
+    env = gateway_env(bootstrap, registry_url, HEADWATER_GATEWAY_WORKERS="1", HEADWATER_GATEWAY_LOG_LEVEL="DEBUG",
+                      HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX=f"hostile-{uuid.uuid4().hex[:8]}")
+    port = int(env["HEADWATER_GATEWAY_PORT"])
     log_path = tmp_path / "gateway.log"
-    url = f"http://127.0.0.1:{port}"
+    url = url_of(env)
     with log_path.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "gateway"], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                cwd=Path(__file__).resolve().parents[2])
+        proc = start_gateway(env, out)
         try:
-            _wait_live(url, proc)
+            wait_live(url, proc)
 
             async def attack() -> None:
                 for data in MALFORMED:

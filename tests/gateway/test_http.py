@@ -6,7 +6,6 @@ import asyncio
 import base64
 import gzip
 import json
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -30,21 +29,17 @@ from tests.gateway.helpers import (
     page_view,
     zstd,
 )
+from tests.support.ports import free_port
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration  # real HTTP on a loopback socket: not a unit test
 REVOKED = "hw_revoked-key-0123456789abcdefghijklmnopqrstuvwxyz"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def make_cfg(**overrides: Any) -> GatewayConfig:
     keys = parse_keys(f"dev:{hash_key(WRITE_KEY)},old:{hash_key(REVOKED)}:revoked")
-    cfg = GatewayConfig(host="127.0.0.1", port=_free_port(), workers=1, bootstrap="unused:1",
-                        registry_url="http://unused", keys=keys, trusted_proxies=frozenset({"127.0.0.1"}),
+    cfg = GatewayConfig(host="127.0.0.1", port=free_port(), workers=1, bootstrap="unused:1",
+                        registry_url="http://unused", keys=keys,
                         limits=Limits(max_ratio=20), commit_window_ms=1.0, body_timeout_s=0.5,
                         idle_timeout_s=0.5, conn_max_requests=3, conn_jitter=0.0)
     return replace(cfg, **overrides)
@@ -150,7 +145,7 @@ async def _slow(url: str, s: aiohttp.ClientSession, _p: list[FakeProducer], _r: 
     async def trickle() -> AsyncIterator[bytes]:
         for _ in range(20):
             yield b" "
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # a slow client: the pace of its body is the test's input
 
     status, body, _ = await post(s, url, trickle(), headers("identity"))  # type: ignore[arg-type]
     assert status == 408 and body["code"] == "request_timeout"
@@ -243,7 +238,7 @@ def test_graceful_shutdown_finishes_in_flight_batches() -> None:
         url = f"http://127.0.0.1:{cfg.port}"
         async with aiohttp.ClientSession() as session:
             in_flight = asyncio.create_task(post(session, url, zstd(dumps(batch(page_view()))), headers()))
-            await asyncio.sleep(0.2)  # the batch is in the commit thread's transaction now
+            await wait_until("the batch in the commit thread's transaction", lambda: producers and producers[0].open)
             await runner.cleanup()
             status, body, _ = await in_flight
         assert status == 200 and body["accepted"] == 1

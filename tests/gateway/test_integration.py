@@ -25,7 +25,7 @@ from tests.gateway.helpers import (
     page_view,
     zstd,
 )
-from tests.kafka_helpers import consume_all, end_offsets
+from tests.support.kafka import consume_all, end_offsets
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import pytest
 
 from stack.topics import EVENTS_TOPIC
 from tests.gateway.helpers import batch, dumps, http_post, json_headers, page_view, zstd
-from tests.kafka_helpers import consume_all, end_offsets
+from tests.support.kafka import consume_all, end_offsets
 
 pytestmark = pytest.mark.integration
 BATCHES = 40

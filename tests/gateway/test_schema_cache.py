@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gateway import lookup_limits
 from gateway.avro_batch import decode_avro_batch
 from gateway.config import Limits
 from gateway.errors import RateLimited
@@ -31,6 +31,7 @@ from tests.gateway.helpers import (
     event_type_schema,
     page_view,
 )
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.unit
 META = RequestMeta.make(str(uuid.uuid4()), 1, "dev", "127.0.0.1", "test")
@@ -120,7 +121,18 @@ def test_an_id_that_is_a_version_of_the_subject_is_accepted_on_a_miss() -> None:
     assert f"/schemas/ids/{sid}/versions" in registry.calls
 
 
-def test_the_negative_cache_is_bounded_and_expires() -> None:
+
+class FakeClock:
+    """Stands in for the `time` module of gateway/lookup_limits.py: monotonic() is `now`, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_the_negative_cache_is_bounded_and_expires(monkeypatch: pytest.MonkeyPatch) -> None:
     registry = FakeRegistry()
     cache = SchemaCache(registry, negative=NegativeCache(size=50, ttl_s=60))
 
@@ -130,10 +142,12 @@ def test_the_negative_cache_is_bounded_and_expires() -> None:
     asyncio.run(flood())
     assert len(cache._missing) == 50
     assert cache.known_missing(10_499) and not cache.known_missing(10_000)
+    clock = FakeClock()
+    monkeypatch.setattr(lookup_limits, "time", clock)  # the cache's clock, injected
     short = NegativeCache(size=10, ttl_s=0.05)
     short.add("k")
     assert "k" in short
-    time.sleep(0.1)
+    clock.now += 0.1
     assert "k" not in short and len(short) == 0
 
 
@@ -172,7 +186,7 @@ def test_a_cold_cache_without_snapshot_waits_for_the_registry() -> None:
 
     async def main() -> None:
         task = asyncio.create_task(cold.load(retry_s=0.05))
-        await asyncio.sleep(0.3)
+        await wait_until("three tries of the registry", lambda: len(registry.calls) >= 3)
         assert not task.done() and not cold.loaded
         registry.down = False
         await asyncio.wait_for(task, 10)

@@ -6,15 +6,12 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 
 import pytest
 
-from gateway.auth import hash_key
 from gateway.server import _watch_parent
-from stack.config import REPO_ROOT
-from tests.conftest import free_port
-from tests.gateway.helpers import WRITE_KEY
+from tests.support.gateway import gateway_env, start_gateway
+from tests.support.ports import free_port
 
 
 @pytest.mark.unit
@@ -30,11 +27,9 @@ def test_a_worker_orphaned_during_start_up_exits() -> None:
     """Registry unreachable: the worker waits for its first schema load; its supervisor is gone: it exits."""
     gone = subprocess.Popen(["true"])
     gone.wait()
-    env = {**os.environ, "KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}", "REGISTRY_URL": f"http://127.0.0.1:{free_port()}",
-           "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{hash_key(WRITE_KEY)}", "HEADWATER_GATEWAY_PORT": str(free_port()),
-           "HEADWATER_GATEWAY_REGISTRY_TIMEOUT_S": "0.5"}
-    proc = subprocess.Popen([sys.executable, "-m", "gateway", "--worker", "0", "--supervisor", str(gone.pid)],
-                            env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    env = gateway_env(f"127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}",
+                      HEADWATER_GATEWAY_REGISTRY_TIMEOUT_S="0.5")
+    proc = start_gateway(env, subprocess.PIPE, "--worker", "0", "--supervisor", str(gone.pid))
     try:
         out, _ = proc.communicate(timeout=60)
     finally:

@@ -65,3 +65,14 @@ def test_bad_settings_name_the_variable(tmp_path: Path, name: str, value: str, m
 def test_missing_gateway_is_reported(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="GATEWAY_URL"):
         LoadSettings.from_env({"HEADWATER_LT_STACK_ENV": str(tmp_path / "none.env")})
+
+
+def test_a_secure_stacks_ca_is_taken_from_stack_env_and_must_be_readable(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    env = _env(tmp_path)
+    stack_env = Path(env["HEADWATER_LT_STACK_ENV"])
+    stack_env.write_text(stack_env.read_text() + f"HEADWATER_CA_BUNDLE={ca}\n")
+    assert LoadSettings.from_env(env).ca_bundle == str(ca)
+    with pytest.raises(SettingsError, match="HEADWATER_CA_BUNDLE"):
+        LoadSettings.from_env({**env, "HEADWATER_CA_BUNDLE": str(tmp_path / "missing.pem")})

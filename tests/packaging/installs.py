@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,10 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.ports import free_port
+
+__all__ = ["Installed", "free_port", "install", "stop", "wait_http_200"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IGNORED = shutil.ignore_patterns("__pycache__", "build", "*.egg-info", ".mypy_cache")
@@ -61,11 +64,6 @@ def install(tmp: Path, project: str, *siblings: str) -> Installed:
                   "-c", REPO_ROOT / "constraints.txt", src / project, timeout=600)
     return installed
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_http_200(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 90.0) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stack import pipeline_artifact
+from deploy import pipeline_artifact
 from tests.packaging.installs import REPO_ROOT
 
 pytestmark = pytest.mark.unit

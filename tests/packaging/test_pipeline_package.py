@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench.spark.generate import generate
+from deploy import pipeline_artifact
 from spark_pipeline.session import connector_jars
-from stack import pipeline_artifact
 from tests.packaging.installs import Installed, install
 from tests.spark_pipeline.truth import new_topic, produce_events
 

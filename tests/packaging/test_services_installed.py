@@ -1,5 +1,6 @@
-"""The gateway and the registry, each pip-installed from its own package into a fresh virtualenv with no repository
-on its path: the console script answers --help, and a real start serves requests against the test broker."""
+"""The gateway, the registry, the console and the subscription server, each pip-installed from its own package into
+a fresh virtualenv with no repository on its path: the console script answers --help, and a real start serves
+requests against the test broker."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from common.registry_client import RegistryClient
 from tests.packaging.installs import Installed, free_port, install, stop, wait_http_200
+from tests.support.keys import key_entry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # includes a pip install per venv
 WRITE_KEY = "hw_packaging-test-key-0123456789abcdefghijklmnop"
@@ -53,7 +55,7 @@ def test_the_installed_gateway_starts_and_commits_a_batch(gateway_venv: Installe
     env = gateway_venv.env({
         "KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url, "HEADWATER_GATEWAY_PORT": str(port),
         "HEADWATER_GATEWAY_WORKERS": "1", "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"pkg-{uuid.uuid4()}",
-        "HEADWATER_GATEWAY_WRITE_KEYS": f"pkg:{hashlib.sha256(WRITE_KEY.encode()).hexdigest()}",
+        "HEADWATER_GATEWAY_WRITE_KEYS": key_entry(WRITE_KEY, "pkg"),
     })
     with open(tmp_path / "gateway.log", "wb") as log:
         proc = subprocess.Popen([str(gateway_venv.bin("headwater-gateway"))], cwd=gateway_venv.workdir, env=env,
@@ -141,3 +143,31 @@ def test_the_installed_console_serves_its_page(console_venv: Installed, bootstra
             assert resp.status == 200 and len(resp.read()) > 100  # the static files ship as package data
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="module")
+def subscribe_venv(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    return install(tmp_path_factory.mktemp("subscribe-pkg"), "subscribe", "common")
+
+
+def test_the_installed_subscription_server_serves_streams(subscribe_venv: Installed, bootstrap: str,
+                                                          registry_url: str, tmp_path: Path) -> None:
+    imports_only_its_own(subscribe_venv, "subscribe")
+    assert "usage" in subscribe_venv.run(subscribe_venv.bin("headwater-subscribe"), "--help")
+    port, key = free_port(), "hwr_packaging-test-key-0123456789abcdefghijklmn"
+    env = subscribe_venv.env({"KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url,
+                              "HEADWATER_SUBSCRIBE_PORT": str(port),
+                              "HEADWATER_SUBSCRIBE_READ_KEYS": f"pkg:{hashlib.sha256(key.encode()).hexdigest()}:*"})
+    with open(tmp_path / "subscribe.log", "wb") as log:
+        proc = subprocess.Popen([str(subscribe_venv.bin("headwater-subscribe"))], cwd=subscribe_venv.workdir,
+                                env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_http_200(f"http://127.0.0.1:{port}/readyz", proc)
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/streams/event.page_view",
+                                     headers={"Authorization": f"Bearer {key}"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.headers["Content-Type"].startswith("text/event-stream")
+            assert resp.readline().startswith(b"retry: ")
+    finally:
+        stop(proc)
+    assert key not in (tmp_path / "subscribe.log").read_text()

@@ -16,7 +16,8 @@ import pytest
 
 from common.registry_client import RegistryClient
 from stack.config import REPO_ROOT
-from tests.conftest import free_port
+from tests.support.ports import free_port
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -56,13 +57,6 @@ def schema(*fields: str) -> str:
                        "fields": [{"name": f, "type": "long", "default": 0} for f in fields]})
 
 
-def wait_for(check: object, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "not visible in time"
-        time.sleep(0.1)
-
-
 def test_restart_loses_nothing_and_instances_agree(stack_env: dict[str, str], registry_url: str,
                                                    tmp_path: Path) -> None:
     main = RegistryClient(registry_url)
@@ -82,11 +76,11 @@ def test_restart_loses_nothing_and_instances_agree(stack_env: dict[str, str], re
 
         # Writes through either instance land in one order that both see (the second fences the first).
         third_id = other.register(subject, schema("a", "c"))
-        wait_for(lambda: main.versions(subject) == [1, 3])
+        wait_for("versions 1 and 3 on the first instance", lambda: main.versions(subject) == [1, 3], 10)
         assert main.version(subject, 3)["id"] == third_id
         fourth_id = main.register(subject, schema("a", "c", "d"))  # main was fenced: it re-acquires and catches up
         assert len({first_id, deleted_id, third_id, fourth_id}) == 4
-        wait_for(lambda: other.versions(subject) == [1, 3, 4])
+        wait_for("versions 1, 3 and 4 on the other", lambda: other.versions(subject) == [1, 3, 4], 10)
         assert other.register(subject + ".copy", schema("a", "c", "d")) == fourth_id
 
     with registry_process(stack_env, tmp_path) as restarted:

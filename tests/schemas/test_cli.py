@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas import SCHEMAS_DIR, load_catalog
+from schemas import load_catalog
 from schemas.cli import main
 
 
@@ -36,19 +36,24 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 @pytest.mark.integration
 def test_register_list_and_check(registry_url: str, tmp_path: Path) -> None:
+    """Driven by the catalog, so that it holds after a correct new version (docs/schemas-and-registry.md, step 6)."""
+    page_view = load_catalog().event_types["page_view"]
+    latest = page_view.versions[-1]
     code, out = run("--registry", registry_url, "register")
     assert code == 0, out
-    assert "headwater.events.purchase  v2 -> id" in out
+    assert f"headwater.events.page_view  v{page_view.latest_version} -> id" in out
     code, out = run("--registry", registry_url, "list")
-    assert code == 0 and "headwater.events.page_view  [BACKWARD]  versions [1, 2]" in out
+    versions = list(range(1, page_view.latest_version + 1))
+    assert code == 0 and f"headwater.events.page_view  [{page_view.compatibility}]  versions {versions}" in out
 
-    code, out = run("--registry", registry_url, "check", str(SCHEMAS_DIR / "events/page_view/v2.avsc"))
-    assert code == 0 and "compatible with headwater.events.page_view under BACKWARD" in out
+    code, out = run("--registry", registry_url, "check", str(latest))
+    assert code == 0 and f"compatible with headwater.events.page_view under {page_view.compatibility}" in out
 
-    v3 = json.loads((SCHEMAS_DIR / "events/page_view/v2.avsc").read_text())
-    v3["fields"][-1]["type"]["fields"].append({"name": "scroll_depth", "type": "double"})
-    path = tmp_path / "v3.avsc"
-    path.write_text(json.dumps(v3))
+    candidate = json.loads(latest.read_text())  # the latest version plus a required field: never compatible
+    candidate["fields"][-1]["type"]["fields"].append({"name": "test_required_field", "type": "double"})
+    path = tmp_path / "candidate.avsc"
+    path.write_text(json.dumps(candidate))
     code, out = run("--registry", registry_url, "check", str(path))
     assert code == 1
-    assert "INCOMPATIBLE" in out and "properties.scroll_depth" in out and "reader_field_missing_default_value" in out
+    assert "INCOMPATIBLE" in out and "properties.test_required_field" in out
+    assert "reader_field_missing_default_value" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -48,6 +49,23 @@ def error(status: int, code: str = "err", retry_after: str | None = None) -> Res
     return Response(status, headers, json.dumps({"code": code, "message": code}).encode())
 
 
+def settles_with_loss(client: headwater.Client, timeout_s: float = 10.0) -> bool:
+    """True if `flush()` reports a loss (False) while nothing is left pending: the events settled, some lost."""
+    flushed = client.flush(timeout_s)
+    m = client.metrics()
+    return not flushed and m.queued == 0 and m.pending_events == 0
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0) -> bool:
+    """Poll `predicate` (every 5 ms) until it holds; False if `timeout_s` passed first."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
 def scripted(answers: list[Response | Exception]) -> Callable[[Request], Response]:
     """A handler answering batches with `answers` in turn, then 200 for ever."""
     it: Iterator[Response | Exception] = iter(answers)
@@ -69,8 +87,9 @@ class LocalGateway:
     Retry-After: 0) instead; `delay_s` slows every answer.
     """
 
-    def __init__(self, delay_s: float = 0.0) -> None:
+    def __init__(self, delay_s: float = 0.0, ssl_context: Any = None) -> None:
         self.delay_s = delay_s
+        self.ssl_context = ssl_context
         self.fail_with: int | None = None
         self.seen: list[tuple[str, int]] = []
         self.events: list[dict[str, Any]] = []
@@ -103,10 +122,10 @@ class LocalGateway:
         app.router.add_post("/v1/batch", self._handle)
         runner = web.AppRunner(app)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
         await site.start()
         port = runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{port}"
         self._stop = asyncio.Event()
         self._ready.set()
         await self._stop.wait()

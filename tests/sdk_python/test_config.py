@@ -93,7 +93,7 @@ def test_new_options_from_the_environment() -> None:
     cfg = ClientConfig.from_env(env)
     assert cfg.max_in_flight == 8 and cfg.disabled is True and cfg.debug is False
     assert cfg.proxy == "http://proxy:3128" and cfg.retry_refused_max_s == 1.5
-    assert ClientConfig(endpoint="http://gw", write_key="k").max_in_flight == 4
+    assert ClientConfig(endpoint="http://gw", write_key="k").max_in_flight == 16
     with pytest.raises(ConfigError, match="HEADWATER_DISABLED"):
         ClientConfig.from_env({**env, "HEADWATER_DISABLED": "maybe"})
     with pytest.raises(ConfigError, match="HEADWATER_MAX_IN_FLIGHT"):

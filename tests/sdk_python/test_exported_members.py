@@ -12,6 +12,7 @@ EXPECTED = {
     "ConfigError", "DeliveryError", "DeliveryReport", "EventRejectedError", "EventsDroppedError", "HeadwaterError",
     "InvalidEventError", "MemoryTransport", "Metrics", "Request", "Response", "RetryableStatusError",
     "SpoolLockedError", "Transport", "TransportError", "Urllib3Transport", "__version__",
+    "StreamRecord", "Subscription", "SubscriptionError", "subscribe",  # live subscriptions (_subscribe.py)
 }
 
 

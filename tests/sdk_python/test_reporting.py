@@ -11,7 +11,7 @@ import headwater
 import pytest
 from headwater import MemoryTransport, Request, Response
 
-from .helpers import body_of, error, ok
+from .helpers import body_of, error, ok, wait_until
 
 pytestmark = pytest.mark.unit
 FAST: dict[str, Any] = {"linger_s": 0.005, "retry_base_s": 0.002, "retry_max_s": 0.01, "retry_refused_max_s": 0.01}
@@ -57,9 +57,7 @@ def test_a_failure_streak_is_logged_once_and_its_recovery_once(caplog: pytest.Lo
                          retry_deadline_s=60, **FAST)
     for i in range(200):
         c.track("page_view", {"i": i})
-    deadline = time.monotonic() + 30
-    while outage.attempts_while_down < 30 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert wait_until(lambda: outage.attempts_while_down >= 30)
     outage.down = False
     assert c.close(30)
     logged = messages(caplog)
@@ -75,9 +73,7 @@ def test_only_one_sender_probes_a_failing_gateway() -> None:
                          max_batch_events=1, retry_deadline_s=60, on_error=lambda e: None, **FAST)
     for i in range(40):
         c.track("page_view", {"i": i})
-    deadline = time.monotonic() + 30
-    while outage.attempts_while_down < 50 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert wait_until(lambda: outage.attempts_while_down >= 50)
     outage.down = False
     assert c.close(30)
     # the first failures overlap (requests already in flight), then a single prober retries
@@ -131,10 +127,10 @@ def test_retry_after_holds_every_sender_and_is_never_shortened() -> None:
         return ok(len(body_of(request)["events"]))
 
     c = headwater.Client("http://gw", "k", transport=MemoryTransport(handler), max_in_flight=4, max_batch_events=1,
-                         linger_s=0, retry_base_s=0.001, retry_max_s=0.01, on_error=lambda e: None)
+                         linger_s=0, retry_base_s=0.001, retry_max_s=0.1, on_error=lambda e: None)
     c.track("page_view", {})
     assert refused.wait(30)
-    time.sleep(0.1)  # the 503 has been handled: its Retry-After now holds every sender
+    assert wait_until(lambda: c.metrics().retries >= 1)  # the 503 was handled: its Retry-After holds every sender
     for i in range(20):
         c.track("page_view", {"i": i})
     assert c.close(30)

@@ -61,7 +61,7 @@ def test_retry_after() -> None:
     assert parse_retry_after("Thu, 01 Jan 1970 00:00:10 GMT", 4.0) == 6.0
 
 
-@pytest.mark.parametrize(("status", "outcome"), [  # DECISIONS.md 1: an explicit retryable set
+@pytest.mark.parametrize(("status", "outcome"), [  # protocol.md §4: an explicit retryable set
     (200, Outcome.DONE), (422, Outcome.DONE), (413, Outcome.SPLIT),
     (408, Outcome.RETRY), (429, Outcome.RETRY), (500, Outcome.RETRY), (502, Outcome.RETRY), (503, Outcome.RETRY),
     (504, Outcome.RETRY),

@@ -15,8 +15,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[at
 from common.envfile import read_env
 from stack.config import REPO_ROOT
 from stack.topics import AGGREGATES_TOPIC, DEADLETTER_TOPIC, EVENTS_TOPIC, SCHEMAS_TOPIC
-from tests.conftest import free_port
-from tests.kafka_helpers import consume_all, values
+from tests.support.kafka import consume_all, values
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -108,10 +108,15 @@ def test_auto_topic_creation_is_off(bootstrap: str) -> None:
     assert error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._MSG_TIMED_OUT)
 
 
-def _cli(state: Path, *args: str, ports: tuple[int, int, int, int]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HEADWATER_STATE_DIR": str(state), "HEADWATER_KAFKA_PORT": str(ports[0]),
+def _cli(state: Path, *args: str, ports: tuple[int, int, int, int],
+         extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    # Nothing of the shell's stack settings (a console port exported for `make up`, say) reaches the private stack.
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_") and k != "GATEWAYS"}
+    # What this test checks is the command line: no console, one gateway worker (two full starts on a busy host).
+    env = {**clean, "HEADWATER_CONSOLES": "0", "HEADWATER_GATEWAY_WORKERS": "1",
+           "HEADWATER_STATE_DIR": str(state), "HEADWATER_KAFKA_PORT": str(ports[0]),
            "HEADWATER_KAFKA_CONTROLLER_PORT": str(ports[1]), "HEADWATER_REGISTRY_PORT": str(ports[2]),
-           "HEADWATER_GATEWAY_PORT": str(ports[3])}
+           "HEADWATER_GATEWAY_PORT": str(ports[3]), **(extra or {})}
     return subprocess.run([sys.executable, "-m", "stack", *args], check=False, cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=180)
 
@@ -131,27 +136,36 @@ def _processes_mentioning(text: str) -> list[str]:
 
 def test_cli_up_writes_env_is_idempotent_and_down_leaves_no_process(tmp_path: Path) -> None:
     ports = (free_port(), free_port(), free_port(), free_port())
-    up = _cli(tmp_path, "up", ports=ports)
-    assert up.returncode == 0, up.stderr
-    env = read_env(tmp_path / "stack.env")
-    assert env["KAFKA_BOOTSTRAP"] == f"127.0.0.1:{ports[0]}"
-    assert f"KAFKA_BOOTSTRAP=127.0.0.1:{ports[0]}" in up.stdout
-    admin = AdminClient({"bootstrap.servers": env["KAFKA_BOOTSTRAP"]})
-    listed = set(admin.list_topics(timeout=10).topics)
-    assert {EVENTS_TOPIC, DEADLETTER_TOPIC, SCHEMAS_TOPIC, AGGREGATES_TOPIC} <= listed
+    try:
+        up = _cli(tmp_path, "up", ports=ports)
+        assert up.returncode == 0, up.stderr
+        env = read_env(tmp_path / "stack.env")
+        assert env["KAFKA_BOOTSTRAP"] == f"127.0.0.1:{ports[0]}"
+        assert f"KAFKA_BOOTSTRAP=127.0.0.1:{ports[0]}" in up.stdout
+        admin = AdminClient({"bootstrap.servers": env["KAFKA_BOOTSTRAP"]})
+        listed = set(admin.list_topics(timeout=10).topics)
+        assert {EVENTS_TOPIC, DEADLETTER_TOPIC, SCHEMAS_TOPIC, AGGREGATES_TOPIC} <= listed
 
-    again = _cli(tmp_path, "up", ports=ports)  # already running: reuses the broker, creates nothing
-    assert again.returncode == 0, again.stderr
-    assert "started: nothing new" in again.stdout and "topics created: none" in again.stdout
-    assert "running" in _cli(tmp_path, "status", ports=ports).stdout
+        again = _cli(tmp_path, "up", ports=ports)  # already running: reuses the broker, creates nothing
+        assert again.returncode == 0, again.stderr
+        assert "started: nothing new" in again.stdout and "topics created: none" in again.stdout
+        assert "running" in _cli(tmp_path, "status", ports=ports).stdout
+        other = _cli(tmp_path, "up", ports=ports, extra={"HEADWATER_TOPOLOGY": "cluster"})  # one topology at a time
+        assert other.returncode == 1 and "topology is up" in other.stderr
+        # `down` stops what runs, whatever the environment asks for
+        assert "kafka-1" not in _cli(tmp_path, "status", ports=ports, extra={"HEADWATER_TOPOLOGY": "cluster"}).stdout
 
-    down = _cli(tmp_path, "down", ports=ports)
-    assert down.returncode == 0 and down.stdout.startswith("stopped: ") and "kafka" in down.stdout  # after the services
-    assert _processes_mentioning(str(tmp_path)) == []
-    assert not (tmp_path / "stack.env").exists()
+        down = _cli(tmp_path, "down", ports=ports)
+        assert down.returncode == 0 and down.stdout.startswith("stopped: ")
+        assert "kafka" in down.stdout  # after the services
+        assert _processes_mentioning(str(tmp_path)) == []
+        assert not (tmp_path / "stack.env").exists()
 
-    restarted = _cli(tmp_path, "up", ports=ports)  # data survives a restart: topics are not created again
-    assert restarted.returncode == 0, restarted.stderr
-    assert "topics created: none" in restarted.stdout
-    assert _cli(tmp_path, "down", ports=ports).returncode == 0
-    assert _processes_mentioning(str(tmp_path)) == []
+        restarted = _cli(tmp_path, "up", ports=ports)  # data survives a restart: topics are not created again
+        assert restarted.returncode == 0, restarted.stderr
+        assert "topics created: none" in restarted.stdout
+        assert _cli(tmp_path, "down", ports=ports).returncode == 0
+        assert _processes_mentioning(str(tmp_path)) == []
+    finally:  # a failed or timed-out step must not leave the stack running
+        if _processes_mentioning(str(tmp_path)):
+            _cli(tmp_path, "down", ports=ports)

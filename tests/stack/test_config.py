@@ -9,7 +9,7 @@ import pytest
 
 from common.envfile import read_env, write_env
 from stack.config import ConfigError, StackConfig
-from stack.kafka import kafka_cluster_id, render_properties, server_properties
+from stack.kafka import kafka_cluster_id, node_properties, render_properties
 from stack.topics import DEADLETTER_TOPIC, EVENTS_TOPIC, SCHEMAS_TOPIC, topic_specs
 
 pytestmark = pytest.mark.unit
@@ -36,7 +36,7 @@ def test_bad_values_name_the_variable(tmp_path: Path, name: str, value: str, mes
 
 def test_server_properties_make_a_single_node_transactional_broker(tmp_path: Path) -> None:
     cfg = StackConfig.from_env({"HEADWATER_STATE_DIR": str(tmp_path), "HEADWATER_KAFKA_PORT": "19092"})
-    props = server_properties(cfg)
+    props = node_properties(cfg, 1)
     assert props["process.roles"] == "broker,controller"
     assert props["auto.create.topics.enable"] == "false"
     assert props["transaction.state.log.replication.factor"] == "1"
@@ -48,7 +48,7 @@ def test_server_properties_make_a_single_node_transactional_broker(tmp_path: Pat
 
 def test_flush_messages_reaches_broker_and_topics(tmp_path: Path) -> None:
     cfg = StackConfig.from_env({"HEADWATER_STATE_DIR": str(tmp_path), "HEADWATER_KAFKA_FLUSH_MESSAGES": "1"})
-    assert server_properties(cfg)["log.flush.interval.messages"] == "1"
+    assert node_properties(cfg, 1)["log.flush.interval.messages"] == "1"
     assert all(spec.config["flush.messages"] == "1" for spec in topic_specs(cfg))
 
 

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	headwater "github.com/headwater-dev/headwater-go"
+	headwater "github.com/headwater-dev/headwater/sdk-go"
 )
 
 var capabilities = []string{"json", "zstd", "gzip", "identity", "avro", "spool", "retries", "split", "track_seq",
@@ -193,7 +193,8 @@ func timeout(cmd map[string]any) (context.Context, context.CancelFunc) {
 func (d *driver) flush(cmd map[string]any) (reply, error) {
 	ctx, cancel := timeout(cmd)
 	defer cancel()
-	return reply{"settled": d.client.Flush(ctx) == nil}, nil
+	err := d.client.Flush(ctx) // ErrDropped: settled, with events lost (reported as outcomes)
+	return reply{"settled": err == nil || errors.Is(err, headwater.ErrDropped)}, nil
 }
 
 func (d *driver) close(cmd map[string]any) (reply, error) {

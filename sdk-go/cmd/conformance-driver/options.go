@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	headwater "github.com/headwater-dev/headwater-go"
+	headwater "github.com/headwater-dev/headwater/sdk-go"
 )
 
 func number(raw any) (float64, error) {
@@ -50,22 +50,27 @@ func intOpt(f func(*headwater.Config) *int) setter {
 	return func(c *headwater.Config, raw any) (err error) { *f(c), err = integer(raw); return }
 }
 
-func stringOpt(f func(*headwater.Config) *string) setter {
-	return func(c *headwater.Config, raw any) (err error) { *f(c), err = text(raw); return }
+func stringOpt[T ~string](f func(*headwater.Config) *T) setter {
+	return func(c *headwater.Config, raw any) error {
+		v, err := text(raw)
+		*f(c) = T(v)
+		return err
+	}
 }
 
 var optionSetters = map[string]setter{
 	"node_id":              stringOpt(func(c *headwater.Config) *string { return &c.NodeID }),
-	"compression":          stringOpt(func(c *headwater.Config) *string { return &c.Compression }),
-	"queue_policy":         stringOpt(func(c *headwater.Config) *string { return &c.QueuePolicy }),
-	"spool_overflow":       stringOpt(func(c *headwater.Config) *string { return &c.SpoolOverflow }),
-	"spool_fsync":          stringOpt(func(c *headwater.Config) *string { return &c.SpoolFsync }),
+	"compression":          stringOpt(func(c *headwater.Config) *headwater.Compression { return &c.Compression }),
+	"queue_policy":         stringOpt(func(c *headwater.Config) *headwater.QueuePolicy { return &c.QueuePolicy }),
+	"spool_overflow":       stringOpt(func(c *headwater.Config) *headwater.SpoolOverflow { return &c.SpoolOverflow }),
+	"spool_fsync":          stringOpt(func(c *headwater.Config) *headwater.SpoolFsync { return &c.SpoolFsync }),
 	"linger_s":             durationOpt(func(c *headwater.Config) *time.Duration { return &c.Linger }),
 	"block_timeout_s":      durationOpt(func(c *headwater.Config) *time.Duration { return &c.BlockTimeout }),
 	"request_timeout_s":    durationOpt(func(c *headwater.Config) *time.Duration { return &c.RequestTimeout }),
 	"retry_base_s":         durationOpt(func(c *headwater.Config) *time.Duration { return &c.RetryBase }),
 	"retry_max_s":          durationOpt(func(c *headwater.Config) *time.Duration { return &c.RetryMax }),
 	"retry_deadline_s":     durationOpt(func(c *headwater.Config) *time.Duration { return &c.RetryDeadline }),
+	"retry_refused_max_s":  durationOpt(func(c *headwater.Config) *time.Duration { return &c.RetryRefusedMax }),
 	"exit_timeout_s":       durationOpt(func(c *headwater.Config) *time.Duration { return &c.ExitTimeout }),
 	"connection_max_age_s": durationOpt(func(c *headwater.Config) *time.Duration { return &c.ConnectionMaxAge }),
 	"max_batch_events":     intOpt(func(c *headwater.Config) *int { return &c.MaxBatchEvents }),
@@ -94,8 +99,9 @@ var optionSetters = map[string]setter{
 		}
 		return nil
 	},
-	"wire_format":      stringOpt(func(c *headwater.Config) *string { return &c.WireFormat }),
+	"wire_format":      stringOpt(func(c *headwater.Config) *headwater.WireFormat { return &c.WireFormat }),
 	"registry_url":     stringOpt(func(c *headwater.Config) *string { return &c.RegistryURL }),
+	"ca_bundle":        stringOpt(func(c *headwater.Config) *string { return &c.CABundle }),
 	"schema_refresh_s": durationOpt(func(c *headwater.Config) *time.Duration { return &c.SchemaRefresh }),
 }
 

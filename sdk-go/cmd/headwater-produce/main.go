@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	headwater "github.com/headwater-dev/headwater-go"
+	headwater "github.com/headwater-dev/headwater/sdk-go"
 )
 
 func pageView(i int, run string) map[string]any {

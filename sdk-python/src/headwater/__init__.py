@@ -7,7 +7,8 @@ with headwater.Client("http://gateway:8080", "my-write-key", spool_dir="/var/lib
     hw.track("page_view", {"url": "https://example.com/"})
 ```
 
-`AsyncClient` (asyncio) is imported on first use; `wire_format="avro"` needs the `avro` extra
+`headwater.subscribe(endpoint, read_key, stream)` iterates a stream live (the subscription server), resuming after
+disconnects. `AsyncClient` (asyncio) is imported on first use; `wire_format="avro"` needs the `avro` extra
 (`pip install headwater[avro]`).
 
 Exceptions (all in this namespace; see `headwater._exceptions` for when each happens):
@@ -16,6 +17,7 @@ Exceptions (all in this namespace; see `headwater._exceptions` for when each hap
 HeadwaterError
 ├── ConfigError (ValueError)  └── SpoolLockedError
 ├── InvalidEventError (ValueError)
+├── SubscriptionError              (subscribe(): a refusal that is not retried)
 └── DeliveryError
     ├── EventsDroppedError  └── ClientClosedError
     ├── BatchRejectedError
@@ -44,6 +46,7 @@ from ._exceptions import (
 )
 from ._metrics import Metrics
 from ._sender import DeliveryReport
+from ._subscribe import StreamRecord, Subscription, SubscriptionError, subscribe
 from ._transport import MemoryTransport, Request, Response, Transport, Urllib3Transport
 from ._version import __version__
 
@@ -70,10 +73,14 @@ __all__ = [
     "Response",
     "RetryableStatusError",
     "SpoolLockedError",
+    "StreamRecord",
+    "Subscription",
+    "SubscriptionError",
     "Transport",
     "TransportError",
     "Urllib3Transport",
     "__version__",
+    "subscribe",
 ]
 
 for _name in __all__:  # show public objects as headwater.X, not headwater._module.X (as httpx does)

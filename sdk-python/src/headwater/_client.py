@@ -93,8 +93,15 @@ class Client:
         return pipeline.put(head, tail)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Send everything queued now and wait until it is acknowledged; False if `timeout` passed first."""
-        return self._current().flush(timeout)
+        """Send everything queued now and wait until it is acknowledged, rejected or dropped.
+
+        Returns True only if it all settled within `timeout` and no accepted event was rejected or dropped since
+        the previous `flush()` (or since the start): False tells that events were lost (`metrics()` and
+        `on_error` say which) or are still pending.
+        """
+        pipeline = self._current()
+        settled = pipeline.flush(timeout)
+        return pipeline.counters.no_loss_since_last_check() and settled
 
     def close(self, timeout: float | None = None) -> bool:
         """Flush for at most `timeout` seconds (default `exit_timeout_s`), then stop; idempotent.

@@ -52,7 +52,7 @@ class ClientConfig:
     spool_overflow: str = "backpressure"
     spool_fsync: str = "always"
     durability: str = "async"
-    max_in_flight: int = 4
+    max_in_flight: int = 16
     request_timeout_s: float = 10.0
     retry_deadline_s: float = 300.0
     retry_base_s: float = 0.5
@@ -62,6 +62,7 @@ class ClientConfig:
     schema_refresh_s: float = 300.0
     exit_timeout_s: float = 5.0
     proxy: str | None = None
+    ca_bundle: str | None = None
     disabled: bool = False
     debug: bool = False
     node_id: str = dataclasses.field(default_factory=socket.gethostname)
@@ -85,6 +86,8 @@ class ClientConfig:
         _check_range("max_in_flight", self.max_in_flight, 1, MAX_IN_FLIGHT)
         if self.proxy is not None:
             _check_url("proxy", self.proxy)
+        if self.ca_bundle is not None:
+            _check_readable("ca_bundle", self.ca_bundle)
         for name in ("disabled", "debug"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} ({env_name(name)}) must be True or False, got {getattr(self, name)!r}")
@@ -176,6 +179,11 @@ def _check_url(name: str, value: object) -> None:
 def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ConfigError(f"{name} ({env_name(name)}) must be one of {', '.join(choices)}, got {value!r}")
+
+
+def _check_readable(name: str, path: object) -> None:
+    if not isinstance(path, str) or not path or not os.path.isfile(path) or not os.access(path, os.R_OK):
+        raise ConfigError(f"{name} ({env_name(name)}) must be a readable PEM file, got {path!r}")
 
 
 def _check_range(name: str, value: object, low: float, high: float) -> None:

@@ -17,7 +17,8 @@ class Metrics:
     `acknowledged`: events the gateway accepted. `rejected`: events the gateway (or the Avro encoder)
     rejected permanently. `dropped`: events dropped, by reason. `retries`: retried send attempts.
     `pending_batches` / `pending_events`: sealed but not yet acknowledged. `spool_bytes`: bytes held by the
-    spool (or by pending batches in memory).
+    spool (or by pending batches in memory). `in_flight_limit`: the adaptive in-flight window now (protocol.md
+    §6.2), between 1 and `max_in_flight`.
     """
 
     queued: int
@@ -31,6 +32,7 @@ class Metrics:
     pending_batches: int
     pending_events: int
     spool_bytes: int
+    in_flight_limit: int
 
     @property
     def dropped_total(self) -> int:
@@ -57,6 +59,7 @@ class Counters:
         self.batches_sent = 0
         self.settled = 0
         self.dropped: dict[str, int] = {}
+        self._lost_mark = 0  # accepted events lost (rejected or dropped) at the previous check
 
     def add(self, name: str, n: int = 1) -> None:
         """Add `n` to the counter `name`."""
@@ -75,8 +78,16 @@ class Counters:
             self.settled += n
             self.settled_cond.notify_all()
 
-    def snapshot(self, queued: int, enqueued: int, store: tuple[int, int, int]) -> Metrics:
-        """A frozen copy of the counters, with the queue's figures and the store's (batches, events, bytes)."""
+    def no_loss_since_last_check(self) -> bool:
+        """True if no accepted event was rejected or dropped since the previous call (or the start)."""
+        with self.lock:
+            lost = self.settled - self.acknowledged
+            none, self._lost_mark = lost == self._lost_mark, lost
+            return none
+
+    def snapshot(self, queued: int, enqueued: int, store: tuple[int, int, int], window: int) -> Metrics:
+        """A frozen copy of the counters, with the queue's figures, the store's (batches, events, bytes) and the
+        in-flight window."""
         with self.lock:
             return Metrics(queued, enqueued, self.sent, self.acknowledged, self.rejected,
-                           dict(self.dropped), self.retries, self.batches_sent, store[0], store[1], store[2])
+                           dict(self.dropped), self.retries, self.batches_sent, store[0], store[1], store[2], window)

@@ -3,7 +3,8 @@
 The batcher thread drains the queue one batch at a time (waking on an event, never polling): it waits for room
 in the store before each batch (`backpressure`), seals a batch when it is full or `linger_s` after its oldest
 event was accepted, and stores it, so events reach the disk spool even while the senders are stuck retrying.
-`max_in_flight` sender threads each take the oldest pending batch and deliver it. With durability `sync`,
+`max_in_flight` sender threads each take the oldest pending batch and deliver it, each request inside the
+adaptive in-flight window (`_limit`) and the client's gate (`_retry`). With durability `sync`,
 `track()` itself appends the event to the spool's journal. A `Pipeline` belongs to one process: after a fork
 the client builds a new one (memory-only, fresh producer id) and abandons the parent's.
 """
@@ -22,11 +23,12 @@ from ._batcher import BODY_OVERHEAD
 from ._config import ClientConfig
 from ._event import EnvelopeEncoder
 from ._exceptions import ClientClosedError, ConfigError, EventsDroppedError, InvalidEventError
+from ._limit import Window
 from ._metrics import Counters, Metrics
 from ._queue import EventQueue
 from ._registry import SchemaCache
 from ._report import Reporter, enable_debug
-from ._retry import Probe, RetryPolicy
+from ._retry import Gate, RetryPolicy
 from ._sender import Action, Sender
 from ._spool import RESERVE_AHEAD, DiskSpool
 from ._store import MemoryStore, OrderedStore
@@ -67,14 +69,17 @@ class Pipeline:
         journal = self._journal_append if self.sync else None
         self.assembler = Assembler(cfg, self.store, journal)
         self.transport: Transport = cfg.transport if cfg.transport is not None else \
-            Urllib3Transport(cfg.connection_max_age_s, maxsize=cfg.max_in_flight, proxy=cfg.proxy)
+            Urllib3Transport(cfg.connection_max_age_s, maxsize=cfg.max_in_flight, proxy=cfg.proxy,
+                             ca_bundle=cfg.ca_bundle)
         schemas = None
         if cfg.wire_format == "avro" and cfg.registry_url is not None:
             schemas = SchemaCache(cfg.registry_url, self.transport, cfg.schema_refresh_s, cfg.request_timeout_s)
-        probe = Probe(self.report.callback, self.abort)
+        self.gate = Gate(self.report.callback, self.abort, cfg.retry_refused_max_s)
+        self.window = Window(cfg.max_in_flight)
         policy = RetryPolicy(cfg.retry_base_s, cfg.retry_max_s, cfg.retry_refused_max_s, cfg.retry_deadline_s,
-                             abort=self.abort, probe=probe, on_retry=lambda exc: self.counters.add("retries"))
-        self.sender = Sender(cfg, self.transport, schemas, counters=self.counters, policy=policy, report=self.report)
+                             gate=self.gate, on_retry=lambda exc: self.counters.add("retries"))
+        self.sender = Sender(cfg, self.transport, schemas, counters=self.counters, policy=policy,
+                             window=self.window, report=self.report)
         self._threads: list[threading.Thread] = []
         if not cfg.disabled:
             self._threads.append(threading.Thread(target=self._guard(self._batch_loop), name="headwater-batcher",
@@ -169,7 +174,7 @@ class Pipeline:
     def metrics(self) -> Metrics:
         """A snapshot of the counters."""
         return self.counters.snapshot(len(self.queue) + self.assembler.open_count(), self.queue.accepted,
-                                      self.store.stats())
+                                      self.store.stats(), self.window.size)
 
     # --- threads -------------------------------------------------------------------------------------------
     def _guard(self, loop: Callable[[], None]) -> Callable[[], None]:
@@ -247,12 +252,15 @@ class Pipeline:
         """Flush for up to `timeout` seconds, then stop every thread; True if every event was acknowledged."""
         deadline = time.monotonic() + timeout
         next_seq = self.queue.close()
+        self.gate.wake(closing=True)  # every batch waiting in backoff is sent again now (protocol.md §6.3)
         delivered = self.flush(timeout)
         self.stopping.set()
         self.queue.wake.set()
         if self._threads:
             self._threads[0].join(max(0.1, deadline - time.monotonic()))
         self.abort.set()
+        self.gate.wake()
+        self.window.stop()
         self.store.wake()
         for t in self._threads[1:]:  # a request in flight may outlive close
             t.join(max(0.1, deadline - time.monotonic()) + 1.0)

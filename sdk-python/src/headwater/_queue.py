@@ -1,7 +1,7 @@
 """The bounded in-memory event queue between `track()` and the batcher thread: full-queue policies and seqs.
 
-A seq is handed out here, under the queue's lock, when the queue accepts an event (DECISIONS.md 3), so
-seqs are gapless over accepted events in acceptance order. Seqs come from a reservation the store persists
+A seq is handed out here, under the queue's lock, when the queue accepts an event (protocol.md §2, "Assigning
+`seq`"), so seqs are gapless over accepted events in acceptance order. Seqs come from a reservation the store persists
 ahead of use (`Reserve`): when the reservation is used up, `put` renews it synchronously (rare: the batcher
 thread renews it ahead of time), so a seq handed out is never handed out again after a crash.
 """

@@ -21,6 +21,7 @@ from ._exceptions import (
     TransportError,
 )
 from ._ids import split_batch_id
+from ._limit import Signal, Window
 from ._metrics import Counters
 from ._registry import SchemaCache
 from ._retry import Aborted, Outcome, RetryPolicy, classify
@@ -77,9 +78,11 @@ class Sender:
     """Sends batches to `{endpoint}/v1/batch` and reports what happened through counters and callbacks."""
 
     def __init__(self, cfg: ClientConfig, transport: Transport, schemas: SchemaCache | None, *,
-                 counters: Counters, policy: RetryPolicy, report: Callable[[DeliveryError], None]) -> None:
+                 counters: Counters, policy: RetryPolicy, window: Window,
+                 report: Callable[[DeliveryError], None]) -> None:
         self._cfg = cfg
         self._transport = transport
+        self._window = window
         self._schemas = schemas
         self._counters = counters
         self._policy = policy
@@ -122,13 +125,24 @@ class Sender:
         return self._answered(batch, encoded[0], resp)
 
     def _post(self, enc: Encoded) -> Response:
+        """One attempt, inside a place of the in-flight window; a retryable answer raises."""
         if not enc.sent_index:  # the encoder rejected every event: nothing to send
             return _NOTHING_TO_SEND
         headers = {"Content-Type": enc.content_type, "Content-Encoding": self._cfg.compression,
                    "Authorization": self._auth, "User-Agent": USER_AGENT}
         body = compress(enc.body, self._cfg.compression)
-        resp = self._transport.send(Request("POST", self._url, headers, body), self._cfg.request_timeout_s)
-        if classify(resp.status) is Outcome.RETRY:
+        slot = self._window.acquire()
+        if slot is None:
+            raise Aborted()
+        signal = Signal.FAILURE  # no answer (connection error, timeout) unless one is read
+        try:
+            resp = self._transport.send(Request("POST", self._url, headers, body), self._cfg.request_timeout_s)
+            outcome = classify(resp.status)
+            signal = Signal.SUCCESS if outcome is Outcome.DONE else \
+                Signal.FAILURE if outcome is Outcome.RETRY else Signal.NEUTRAL
+        finally:
+            self._window.release(slot, signal)
+        if outcome is Outcome.RETRY:
             code, message = parse_error(resp.body)
             retry_after = parse_retry_after(resp.headers.get("retry-after"), time.time())
             raise RetryableStatusError(resp.status, retry_after, f"{code} {message}".strip())

@@ -7,6 +7,9 @@ replaces its pool after `connection_max_age_s` (with +-10 % jitter) so a load ba
 
 Proxies: the `proxy` option (an `http://` proxy URL) is used for every request; without it, `HTTPS_PROXY`,
 `HTTP_PROXY` and `NO_PROXY` (as curl and requests read them) decide per host.
+
+TLS: `https://` endpoints are verified (certificate chain and host name) against the system's trust store, or
+against the CA certificates of `ca_bundle` (a PEM file) when given; there is no switch to turn it off.
 """
 
 from __future__ import annotations
@@ -58,14 +61,18 @@ class Urllib3Transport:
     """HTTP/1.1 keep-alive through urllib3 (direct, or through a proxy), recycled after an age with jitter.
 
     `maxsize` connections per host are kept (one per concurrent sender); `proxy` forces a proxy, else
-    `trust_env` reads `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` from the environment.
+    `trust_env` reads `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` from the environment; `ca_bundle` (a PEM file)
+    replaces the system's trust store for `https://`.
     """
 
-    def __init__(self, max_age_s: float = 300.0, maxsize: int = 4, proxy: str | None = None,
-                 trust_env: bool = True) -> None:
+    def __init__(self, max_age_s: float = 300.0, maxsize: int = 16, proxy: str | None = None,
+                 trust_env: bool = True, ca_bundle: str | None = None) -> None:
         self._max_age_s = max_age_s
         self._maxsize = maxsize
         self._proxy = proxy
+        self._tls: dict[str, Any] = {"cert_reqs": "CERT_REQUIRED"}
+        if ca_bundle is not None:
+            self._tls["ca_certs"] = ca_bundle
         self._env_proxies = urllib.request.getproxies_environment() if trust_env and proxy is None else {}
         self._lock = threading.Lock()
         self._pools: dict[str | None, urllib3.PoolManager] = {}
@@ -93,7 +100,8 @@ class Urllib3Transport:
                 self._expires = now + self._max_age_s * random.uniform(0.9, 1.1)
             found = self._pools.get(proxy)
             if found is None:
-                kwargs: dict[str, Any] = {"num_pools": 4, "maxsize": self._maxsize, "block": False, "retries": False}
+                kwargs: dict[str, Any] = {"num_pools": 4, "maxsize": self._maxsize, "block": False, "retries": False,
+                                          **self._tls}
                 found = urllib3.ProxyManager(proxy, **kwargs) if proxy else urllib3.PoolManager(**kwargs)
                 self._pools[proxy] = found
             return found

@@ -14,9 +14,8 @@ import uuid
 from pathlib import Path
 from typing import Any, TextIO
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
-
 from common.envfile import read_env
+from common.kafka_read import read_to_end, topic_end_offsets
 
 from .gatewaybody import Generator, build
 from .gateways import REVOKED_KEY, WRITE_KEY, GatewayPool
@@ -84,48 +83,12 @@ class KafkaCounter:
     def __init__(self, bootstrap: str, topics: dict[str, str]) -> None:
         self.bootstrap = bootstrap
         self.topics = topics  # role ("events", "deadletters") -> topic name
-        self.start = {role: self._ends(topic) for role, topic in topics.items()}
-
-    def _consumer(self) -> Consumer:
-        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"hw-conformance-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "enable.partition.eof": True, "auto.offset.reset": "earliest"})
-
-    def _ends(self, topic: str) -> dict[int, int]:
-        consumer = self._consumer()
-        try:
-            parts = consumer.list_topics(topic, timeout=15).topics[topic].partitions
-            return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
-        finally:
-            consumer.close()
+        self.start = {role: topic_end_offsets(bootstrap, topic, timeout_s=15) for role, topic in topics.items()}
 
     def values(self, role: str, timeout_s: float = 60.0) -> list[bytes]:
         """Every committed record value added to the topic since this counter was made."""
-        topic = self.topics[role]
-        consumer = self._consumer()
-        try:
-            start = self.start[role]
-            consumer.assign([TopicPartition(topic, p, off) for p, off in start.items()])
-            eof: set[int] = set()
-            out: list[bytes] = []
-            deadline = time.monotonic() + timeout_s
-            while len(eof) < len(start) and time.monotonic() < deadline:
-                msg = consumer.poll(0.5)
-                if msg is None:
-                    continue
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        eof.add(msg.partition() or 0)
-                        continue
-                    raise RuntimeError(str(err))
-                eof.discard(msg.partition() or 0)
-                value = msg.value()
-                if value is not None:
-                    out.append(bytes(value))
-            return out
-        finally:
-            consumer.close()
+        records = read_to_end(self.bootstrap, self.topics[role], start=self.start[role], timeout_s=timeout_s)
+        return [bytes(value) for msg in records if (value := msg.value()) is not None]
 
 
 def run_one(vector: dict[str, Any], pool: GatewayPool, registry_url: str, marker: str) -> None:

@@ -7,10 +7,13 @@ import email.utils
 import itertools
 import json
 import socket
+import ssl
 import struct
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from .wire import decode_body
@@ -24,11 +27,25 @@ class Recorded(dict[str, Any]):
     connection number `conn` (1, 2, ... in order of acceptance) and arrival time `t` (monotonic seconds)."""
 
 
+@dataclass(frozen=True)
+class ServerTls:
+    """The mock's certificate (for `localhost`), its key, and the CA file an SDK is given as `ca_bundle`."""
+
+    cert: Path
+    key: Path
+    ca: Path
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(self.cert), str(self.key))
+        return context
+
+
 class MockGateway:
     """A threaded HTTP/1.1 server on a free loopback port; `script` is consumed one answer per batch request."""
 
     def __init__(self, script: list[dict[str, Any]] | None = None, *, close_after: int | None = None,
-                 registry: dict[str, dict[str, Any]] | None = None) -> None:
+                 registry: dict[str, dict[str, Any]] | None = None, tls: ssl.SSLContext | None = None) -> None:
         self.script = list(script or [])
         self.close_after = close_after
         self.registry = registry or {}
@@ -37,13 +54,17 @@ class MockGateway:
         self.lock = threading.Lock()
         self.arrived = threading.Condition(self.lock)
         self._conns = itertools.count(1)
+        self.tls = tls
         self._server = _QuietServer(("127.0.0.1", 0), _handler(self))
+        self._server.tls = tls
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="mock-gateway", daemon=True)
 
     @property
     def url(self) -> str:
-        """The base URL (`http://127.0.0.1:<port>`)."""
+        """The base URL (`http://127.0.0.1:<port>`; `https://localhost:<port>` when serving TLS)."""
+        if self.tls is not None:
+            return f"https://localhost:{self._server.server_address[1]}"
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def start(self) -> MockGateway:
@@ -91,7 +112,16 @@ class MockGateway:
 
 
 class _QuietServer(ThreadingHTTPServer):
-    """A client that hangs up mid-answer (a timeout under test) is expected: no traceback on stderr."""
+    """A client that hangs up mid-answer (a timeout under test) is expected: no traceback on stderr. With `tls`,
+    each accepted connection is wrapped and its handshake done in the connection's own thread."""
+
+    tls: ssl.SSLContext | None = None
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, addr = super().get_request()
+        if self.tls is None:
+            return conn, addr
+        return self.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False), addr
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         return
@@ -113,6 +143,10 @@ class _Handler(BaseHTTPRequestHandler):
     served = 0
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(30)
+            self.request.do_handshake()  # a refused handshake ends this connection only (handle_error is quiet)
+            self.request.settimeout(None)
         super().setup()
         self.conn = self.mock.next_conn()
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from .checks import check_expectations
 from .driverproc import DriverError, DriverProcess
-from .mockgw import MockGateway
+from .mockgw import MockGateway, ServerTls
 from .patterns import Matcher, Mismatch
 from .vectors import REPO
 
@@ -58,13 +58,13 @@ def needs_missing(vector: dict[str, Any], sdk: Sdk) -> list[str]:
 class SdkCase:
     """Executes the steps of `vector` against `sdk` in a temporary directory."""
 
-    def __init__(self, vector: dict[str, Any], sdk: Sdk, workdir: Path) -> None:
+    def __init__(self, vector: dict[str, Any], sdk: Sdk, workdir: Path, tls: ServerTls | None = None) -> None:
         self.vector = vector
         self.sdk = sdk
         self.workdir = workdir
         gw = vector.get("gateway", {})
         self.run = Run(MockGateway(_expand(gw.get("script", [])), close_after=gw.get("close_after"),
-                                   registry=gw.get("registry")))
+                                   registry=gw.get("registry"), tls=tls.context() if tls else None))
         self.run.stderr = workdir / "driver.stderr"
         client = vector.get("client", {})
         self.spool = str(workdir / "spool") if client.get("spool", False) else None
@@ -74,6 +74,10 @@ class SdkCase:
         self.write_key = client.get("write_key", WRITE_KEY)
         self.env = {k: v.replace("{endpoint}", self.run.mock.url).replace("{write_key}", self.write_key)
                     for k, v in client.get("env", {}).items()} if "env" in client else None
+        if tls is not None:  # the mock serves HTTPS with a private CA's certificate: the SDK is given that CA
+            self.options["ca_bundle"] = str(tls.ca)
+            if self.env is not None:
+                self.env["HEADWATER_CA_BUNDLE"] = str(tls.ca)
         self.driver: DriverProcess | None = None
         self.matcher = Matcher()
         self.problems: list[str] = []
@@ -173,10 +177,10 @@ def _expand(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def run_vector(vector: dict[str, Any], sdk: Sdk) -> Run:
-    """Run one SDK vector in a fresh temporary directory."""
+def run_vector(vector: dict[str, Any], sdk: Sdk, tls: ServerTls | None = None) -> Run:
+    """Run one SDK vector in a fresh temporary directory (over HTTPS with `tls`)."""
     with tempfile.TemporaryDirectory(prefix="hw-conformance-") as tmp:
-        case = SdkCase(vector, sdk, Path(tmp))
+        case = SdkCase(vector, sdk, Path(tmp), tls)
         try:
             return case.execute()
         except Failed as exc:

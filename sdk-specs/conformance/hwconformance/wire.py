@@ -5,11 +5,12 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import struct
 from typing import Any
 
 import fastavro
 import zstandard
+
+from common import avro_frame
 
 AVRO_TYPE = "application/vnd.headwater.batch+avro"
 BATCH_SCHEMA = fastavro.parse_schema({
@@ -68,15 +69,13 @@ def encode_avro(schema: Any, record: dict[str, Any]) -> bytes:
 
 def frame(schema_id: int, schema: Any, record: dict[str, Any]) -> bytes:
     """Confluent framing: magic byte 0, the 4-byte big-endian schema id, the Avro binary."""
-    return b"\x00" + struct.pack(">I", schema_id) + encode_avro(schema, record)
+    return avro_frame.frame(schema_id, encode_avro(schema, record))
 
 
 def unframe(data: bytes, schemas: dict[int, Any]) -> dict[str, Any]:
     """Read one framed event: `{"schema_id", "record", "canonical"}`; `canonical` is True when re-encoding the
     decoded record gives the same bytes (Avro binary is deterministic), so nothing odd hides in the encoding."""
-    if len(data) < 5 or data[0] != 0:
-        raise ValueError(f"not Confluent framing: {data[:5].hex()}")
-    schema_id = struct.unpack(">I", data[1:5])[0]
+    schema_id = avro_frame.schema_id_of(data)  # FrameError (a ValueError) when `data` is not framed
     if schema_id not in schemas:
         raise ValueError(f"unknown schema id {schema_id}")
     reader = io.BytesIO(data[5:])

@@ -88,3 +88,14 @@ def test_rule_cycles_are_refused() -> None:
     assert err.value.code == model.RULE_CYCLE and "c -> a -> b -> c" in err.value.message
     with pytest.raises(RuleError):
         model.check_acyclic("x", "SELECT * FROM rule_x", {})
+
+
+def test_applied_by_is_the_authenticated_principal_when_kafka_has_one() -> None:
+    from common.kafka_security import KafkaSecurity
+    from spark_pipeline.rules.cli import applied_by
+
+    assert applied_by(KafkaSecurity(protocol="SASL_SSL", username="rules", password="x")).startswith("User:rules (")
+    plain = applied_by(KafkaSecurity())
+    assert not plain.startswith("User:") and "@" in plain
+    assert len(applied_by(KafkaSecurity(protocol="SASL_SSL", username="u" * 1000, password="x"))) == \
+        model.MAX_APPLIED_BY_CHARS

@@ -48,16 +48,17 @@ class FakeQuery:
 class FakeLauncher:
     started: list[FakeQuery] = field(default_factory=list)
     snapshots: list[SchemaSnapshot] = field(default_factory=list)
-    dropped: list[tuple[str, int | None]] = field(default_factory=list)
+    dropped: list[tuple[str, str | None]] = field(default_factory=list)
     refuse: set[str] = field(default_factory=set)
     schema: StructType = SCHEMA
-    checkpoints: set[tuple[str, int]] = field(default_factory=set)
+    checkpoints: set[tuple[str, str]] = field(default_factory=set)
 
     def start(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> Started:
         if rule.name in self.refuse:
             raise RuntimeError(f"cannot plan {rule.name}\njava stack trace")
-        fresh = (rule.name, rule.version) not in self.checkpoints and any(n == rule.name for n, _ in self.checkpoints)
-        self.checkpoints.add((rule.name, rule.version))
+        ck = rule.checkpoint_id
+        fresh = (rule.name, ck) not in self.checkpoints and any(n == rule.name for n, _ in self.checkpoints)
+        self.checkpoints.add((rule.name, ck))
         q = FakeQuery(f"rule.{rule.name}.v{rule.version}")
         self.started.append(q)
         self.snapshots.append(snapshot)
@@ -66,9 +67,9 @@ class FakeLauncher:
     def output_schema(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> StructType:
         return self.schema
 
-    def drop_checkpoints(self, name: str, keep_version: int | None = None) -> None:
-        self.dropped.append((name, keep_version))
-        self.checkpoints = {(n, v) for n, v in self.checkpoints if n != name or v == keep_version}
+    def drop_checkpoints(self, name: str, keep: str | None = None) -> None:
+        self.dropped.append((name, keep))
+        self.checkpoints = {(n, v) for n, v in self.checkpoints if n != name or v == keep}
 
 
 @dataclass
@@ -162,7 +163,7 @@ def test_a_replaced_rule_starts_fresh_and_says_so() -> None:
     assert first.stopped and second.name == "rule.a.v2" and not second.stopped
     status = h.statuses.last("a")
     assert (status.version, status.fresh_start) == (2, True)
-    assert ("a", 2) in h.launcher.dropped  # the old version's checkpoint removed, the new one kept
+    assert ("a", "v2") in h.launcher.dropped  # the old version's checkpoint removed, the new one kept
 
 
 def test_a_failing_rule_is_isolated_and_retried_with_backoff() -> None:

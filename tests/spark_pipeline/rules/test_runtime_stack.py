@@ -265,7 +265,7 @@ def test_a_rule_replaced_then_deleted_while_running(pipeline: Pipeline) -> None:
     assert f"rule.{name}.v{second.version}" in p.rule_queries()
     assert f"rule.{name}.v{first.version}" not in p.rule_queries()
     checkpoints = Path(p.cfg.checkpoint_dir) / "rules" / name
-    assert sorted(d.name for d in checkpoints.iterdir()) == [f"v{second.version}"]
+    assert sorted(d.name for d in checkpoints.iterdir()) == [second.checkpoint_id]
     p.sender.send(10)
     views = {i for i, kind, _ in p.sender.sent if kind == "page_view"}
     wait_for("the new version's output (page views only, from the start of this era)", lambda: {

@@ -1,0 +1,1 @@
+"""The subscription server's benchmark (`python -m bench.subscribe`, `make bench-subscribe`)."""

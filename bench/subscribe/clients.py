@@ -1,0 +1,146 @@
+"""Subscriber processes for the benchmark: raw HTTP/1.1 SSE connections on uvloop, of four kinds.
+
+- probe: decodes the chunked stream and takes every record's `seq` and arrival time (latency);
+- drain: reads and counts bytes and records, nothing more (so that 1,000 subscribers cost the client little);
+- slow: reads 8 KiB every 100 ms and reconnects with Last-Event-ID when the server cuts it off;
+- stalled: sends its request and never reads (a small receive buffer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+SEQ = re.compile(rb'"seq":(\d+)')
+ID = re.compile(rb"(?:^|\n)id: ([0-9a-f]{8}-[0-9.]+)\n")
+
+
+@dataclass
+class Tally:
+    records: int = 0
+    bytes: int = 0
+    arrivals: list[tuple[int, float]] = field(default_factory=list)  # probes: (seq, epoch s)
+    reconnects: int = 0
+    cutoffs: int = 0
+
+
+async def _open(host: str, port: int, path: str, key: str, *, last_id: str | None = None,
+                rcvbuf: int | None = None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    sock = socket.socket()
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, port))
+    reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 20)
+    extra = f"Last-Event-ID: {last_id}\r\n" if last_id else ""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {key}\r\n{extra}\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise RuntimeError(head.split(b"\r\n", 1)[0].decode())
+    return reader, writer
+
+
+def _opened(client: Client) -> None:
+    client.opened += 1
+
+
+async def _chunks(reader: asyncio.StreamReader) -> Any:
+    """The chunked body's chunks (each one of the server's writes: whole SSE messages)."""
+    while True:
+        size = int((await reader.readuntil(b"\r\n"))[:-2], 16)
+        if size == 0:
+            return
+        data = await reader.readexactly(size + 2)
+        yield data[:-2]
+
+
+@dataclass
+class Client:
+    host: str
+    port: int
+    path: str
+    key: str
+    measuring: bool = False
+    opened: int = 0
+    tallies: dict[str, Tally] = field(default_factory=dict)
+
+    def tally(self, kind: str) -> Tally:
+        return self.tallies.setdefault(kind, Tally())
+
+    async def probe(self) -> None:
+        reader, _ = await _open(self.host, self.port, self.path, self.key)
+        _opened(self)
+        t = self.tally("probe")
+        async for chunk in _chunks(reader):
+            now = time.time()
+            if self.measuring:
+                seqs = SEQ.findall(chunk)
+                t.records += len(seqs)
+                t.arrivals.extend((int(s), now) for s in seqs)
+
+    async def drain(self) -> None:
+        reader, _ = await _open(self.host, self.port, self.path, self.key)
+        _opened(self)
+        t = self.tally("drain")
+        while data := await reader.read(1 << 16):
+            if self.measuring:
+                t.bytes += len(data)
+                t.records += data.count(b"data: ")
+
+    async def slow(self) -> None:
+        t, last_id = self.tally("slow"), None
+        while True:
+            reader, writer = await _open(self.host, self.port, self.path, self.key, last_id=last_id)
+            if last_id is None:
+                _opened(self)
+            try:
+                async for chunk in _chunks(reader):
+                    ids = ID.findall(chunk)
+                    if ids:
+                        last_id = ids[-1].decode()
+                    t.cutoffs += chunk.count(b"event: cutoff")
+                    await asyncio.sleep(0.1 * max(1, len(chunk) // 8192))
+            except (ConnectionError, asyncio.IncompleteReadError):
+                pass
+            writer.close()
+            t.reconnects += 1
+
+    async def stalled(self) -> None:
+        await _open(self.host, self.port, self.path, self.key, rcvbuf=4096)
+        _opened(self)
+        self.tally("stalled")
+        await asyncio.Event().wait()
+
+
+async def _main(client: Client, counts: dict[str, int], conn: Connection) -> None:
+    tasks = [asyncio.create_task(getattr(client, kind)()) for kind, n in counts.items() for _ in range(n)]
+    total = sum(counts.values())
+    while client.opened < total and not any(t.done() for t in tasks):
+        await asyncio.sleep(0.05)
+    first = next((t for t in tasks if t.done()), None)
+    conn.send("ready" if client.opened == total else
+              f"failed: {first.exception() if first is not None and not first.cancelled() else 'cancelled'!r}")
+    loop = asyncio.get_running_loop()
+    assert await loop.run_in_executor(None, conn.recv) == "go"
+    client.measuring = True
+    assert await loop.run_in_executor(None, conn.recv) == "stop"
+    client.measuring = False
+    failed = [t.exception() for t in tasks if t.done() and not t.cancelled() and t.exception()]
+    conn.send({"tallies": {k: vars(t) for k, t in client.tallies.items()},
+               "failed": [repr(e) for e in failed[:3]], "failed_count": len(failed)})
+    for task in tasks:
+        task.cancel()
+
+
+def run(url: str, key: str, stream: str, counts: dict[str, int], conn: Connection) -> None:
+    """A client process: open the connections of `counts`, say ready, measure between go and stop."""
+    import uvloop  # noqa: PLC0415
+
+    host, port = url.split("//", 1)[1].split(":")
+    client = Client(host, int(port), f"/v1/streams/{stream}", key)
+    uvloop.run(_main(client, counts, conn))

@@ -1,0 +1,1 @@
+"""What deploying takes beyond `pip install` of each service: the pipeline's artefact for `spark-submit`."""

@@ -1,0 +1,317 @@
+"use strict";
+/** The public client: track() (never blocks), the batch/linger timer, the send pump, flush(), close(). */
+var __createBinding = (this && this.__createBinding) || (Object.create ? (function(o, m, k, k2) {
+    if (k2 === undefined) k2 = k;
+    var desc = Object.getOwnPropertyDescriptor(m, k);
+    if (!desc || ("get" in desc ? !m.__esModule : desc.writable || desc.configurable)) {
+      desc = { enumerable: true, get: function() { return m[k]; } };
+    }
+    Object.defineProperty(o, k2, desc);
+}) : (function(o, m, k, k2) {
+    if (k2 === undefined) k2 = k;
+    o[k2] = m[k];
+}));
+var __setModuleDefault = (this && this.__setModuleDefault) || (Object.create ? (function(o, v) {
+    Object.defineProperty(o, "default", { enumerable: true, value: v });
+}) : function(o, v) {
+    o["default"] = v;
+});
+var __importStar = (this && this.__importStar) || (function () {
+    var ownKeys = function(o) {
+        ownKeys = Object.getOwnPropertyNames || function (o) {
+            var ar = [];
+            for (var k in o) if (Object.prototype.hasOwnProperty.call(o, k)) ar[ar.length] = k;
+            return ar;
+        };
+        return ownKeys(o);
+    };
+    return function (mod) {
+        if (mod && mod.__esModule) return mod;
+        var result = {};
+        if (mod != null) for (var k = ownKeys(mod), i = 0; i < k.length; i++) if (k[i] !== "default") __createBinding(result, mod, k[i]);
+        __setModuleDefault(result, mod);
+        return result;
+    };
+})();
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.Headwater = void 0;
+const node_events_1 = require("node:events");
+const node_fs_1 = require("node:fs");
+const batcher_js_1 = require("./batcher.js");
+const config_js_1 = require("./config.js");
+const errors_js_1 = require("./errors.js");
+const dispatcher_js_1 = require("./dispatcher.js");
+const gate_js_1 = require("./gate.js");
+const limit_js_1 = require("./limit.js");
+const event_js_1 = require("./event.js");
+const ids_js_1 = require("./ids.js");
+const lifecycle = __importStar(require("./lifecycle.js"));
+const metrics_js_1 = require("./metrics.js");
+const sender_js_1 = require("./sender.js");
+const spool_js_1 = require("./spool.js");
+const registry_js_1 = require("./registry.js");
+const report_js_1 = require("./report.js");
+const store_js_1 = require("./store.js");
+const transport_js_1 = require("./transport.js");
+function openSpool(cfg, report) {
+    try {
+        return new spool_js_1.DiskSpool(cfg.spoolDir, cfg.spoolMaxBytes, cfg.spoolOverflow, cfg.spoolFsync === "always", report, (msg) => process.emitWarning(`headwater: ${msg}`));
+    }
+    catch (err) {
+        if (err instanceof errors_js_1.ConfigError)
+            throw err;
+        throw new errors_js_1.ConfigError(`spoolDir (HEADWATER_SPOOL_DIR) ${cfg.spoolDir} is unusable: ${err.message}`);
+    }
+}
+/** The CA certificates of the `caBundle` PEM file, or undefined (Node's trust store). */
+function readCaBundle(path) {
+    if (path === null)
+        return undefined;
+    let pem;
+    try {
+        pem = (0, node_fs_1.readFileSync)(path);
+    }
+    catch (err) {
+        throw new errors_js_1.ConfigError(`caBundle (HEADWATER_CA_BUNDLE) ${path} is not readable: ${err.message}`);
+    }
+    if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+        throw new errors_js_1.ConfigError(`caBundle (HEADWATER_CA_BUNDLE) ${path} holds no PEM certificate`);
+    }
+    return pem;
+}
+/** Sends events to a Headwater gateway in batches; see the README for every option. */
+class Headwater extends node_events_1.EventEmitter {
+    config;
+    stateValue = "open";
+    counters = new metrics_js_1.Counters();
+    store;
+    spool;
+    transport;
+    sender;
+    batcher;
+    parts;
+    abort = new AbortController();
+    recovered;
+    nextSeq;
+    enqueued = 0;
+    dispatcher;
+    gate;
+    window;
+    extraTransports = [];
+    lingerTimer;
+    closing;
+    reporter = new report_js_1.Reporter(); // warnings when nobody listens to `failure`
+    /** A client configured from `HEADWATER_*` variables; `overrides` win. */
+    static fromEnv(overrides = {}, env = process.env) {
+        return new Headwater((0, config_js_1.optionsFromEnv)(env, overrides));
+    }
+    constructor(options) {
+        super();
+        const cfg = (0, config_js_1.buildConfig)(options);
+        this.config = cfg;
+        const ca = readCaBundle(cfg.caBundle); // before the spool is locked
+        const report = (reason, n, detail) => this.storeDropped(reason, n, detail);
+        if (cfg.spoolDir !== null) {
+            this.spool = openSpool(cfg, report);
+            this.store = this.spool;
+            this.nextSeq = this.spool.startSeq;
+        }
+        else {
+            this.store = new store_js_1.MemoryStore((0, ids_js_1.newProducerId)(), cfg.maxPendingBatches, 2 ** 50, cfg.spoolOverflow, report);
+            this.nextSeq = 0;
+        }
+        this.recovered = this.store.stats()[1];
+        this.store.onReady = () => this.dispatcher.pump();
+        this.parts = {
+            producerId: this.store.producerId,
+            nodeIdJson: JSON.stringify(cfg.nodeId),
+            contextJson: Object.keys(cfg.context).length > 0 ? JSON.stringify(cfg.context) : null,
+        };
+        this.batcher = new batcher_js_1.Batcher(this.store.producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
+        this.transport = cfg.transport ?? new transport_js_1.HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs, ca);
+        this.gate = new gate_js_1.Gate(cfg.retryRefusedMaxMs, this.abort.signal, (e) => this.fail(e));
+        this.window = new limit_js_1.Window(cfg.maxInFlight);
+        this.sender = new sender_js_1.Sender(cfg, this.transport, this.counters, {
+            delivered: (r) => this.safeEmit("delivery", r),
+            failed: (e) => this.fail(e),
+        }, this.abort.signal, this.gate, this.window, this.schemaCache(cfg, ca));
+        this.dispatcher = new dispatcher_js_1.Dispatcher(cfg, this.store, this.sender, this.spool !== undefined, this.abort.signal, this.counters, (e) => this.fail(e), () => this.moveSealed());
+        if (cfg.handleExit)
+            lifecycle.register(this);
+        if (this.recovered > 0)
+            queueMicrotask(() => this.dispatcher.pump());
+    }
+    schemaCache(cfg, ca) {
+        if (cfg.wireFormat !== "avro" || cfg.registryUrl === null)
+            return undefined;
+        const transport = cfg.transport ?? new transport_js_1.HttpTransport(cfg.registryUrl.startsWith("https:"), 1, cfg.connectionMaxAgeMs, ca);
+        if (transport !== this.transport)
+            this.extraTransports.push(transport);
+        return new registry_js_1.SchemaCache(cfg.registryUrl, transport, cfg.schemaRefreshMs, cfg.requestTimeoutMs);
+    }
+    /** The body's codec: `encoding` (zstd, or gzip where zstd is unavailable) and its `implementation`. */
+    codec() {
+        return this.sender.codec;
+    }
+    /** This producer's id: persisted in the spool directory, else new for each client. */
+    get producerId() {
+        return this.store.producerId;
+    }
+    /** "open", "closing" or "closed". */
+    get state() {
+        return this.stateValue;
+    }
+    /**
+     * Queue one event; returns at once. Throws `InvalidEventError` for bad arguments only; a full queue or a
+     * closed client is returned as `{ok: false}`, counted in `metrics().dropped` and emitted as `failure`.
+     */
+    track(eventType, properties, options) {
+        (0, event_js_1.checkEventType)(eventType);
+        const props = (0, event_js_1.encodeProperties)(properties);
+        const [partitionKey, eventId, createdAt] = (0, event_js_1.checkOptions)(options);
+        if (this.stateValue !== "open")
+            return this.refuse("client_closed", "track() after close()");
+        const batcher = this.batcher;
+        if (batcher.queued >= this.config.maxQueueEvents) {
+            if (this.config.queuePolicy === "drop_newest" || !batcher.evictOldest()) {
+                return this.refuse("queue_full", `the queue holds ${batcher.queued} events (maxQueueEvents)`);
+            }
+            this.counters.settle(0, 0, { queue_full_oldest: 1 });
+            this.fail(new errors_js_1.EventsDroppedError("queue_full_oldest", 1, "oldest queued event evicted (queuePolicy drop_oldest)"));
+        }
+        const seq = this.nextSeq;
+        const ev = (0, event_js_1.encodeEvent)(eventType, props, partitionKey, eventId, createdAt, seq, this.parts);
+        if (ev.bytes > this.config.maxEventBytes || !batcher.fitsAlone(ev.bytes)) {
+            throw new errors_js_1.InvalidEventError(`the event is ${ev.bytes} bytes of JSON, over maxEventBytes (${this.config.maxEventBytes})`);
+        }
+        this.spool?.reserve(seq);
+        this.nextSeq = seq + 1;
+        this.enqueued += 1;
+        const sealedBefore = batcher.sealedCount;
+        const opened = batcher.add(ev.json, ev.bytes, seq);
+        if (opened || !batcher.hasOpen)
+            clearTimeout(this.lingerTimer);
+        if (opened) {
+            this.lingerTimer = setTimeout(() => this.sealOpen(), this.config.lingerMs);
+            this.lingerTimer.unref();
+        }
+        if (batcher.sealedCount !== sealedBefore)
+            this.moveSealed();
+        return { ok: true, seq, eventId: ev.eventId };
+    }
+    /**
+     * Send everything accepted so far and wait (at most `timeoutMs`, default no bound) until all of it is
+     * acknowledged, rejected or dropped. Resolves true only if it all settled in time and no accepted event was
+     * rejected or dropped since the previous flush() (or since the start): false tells the caller that events
+     * were lost, as `metrics()` and the `failure` events say which.
+     */
+    async flush(options = {}) {
+        const target = this.enqueued + this.recovered;
+        this.sealOpen();
+        const settled = await this.counters.until(target, options.timeoutMs);
+        return this.counters.noLossSinceLastCheck() && settled;
+    }
+    /**
+     * Flush for at most `timeoutMs` (default `exitTimeoutMs`), then stop. Resolves when every accepted event
+     * was acknowledged; rejects with `UndeliveredError` otherwise (with a spool, what was not delivered stays
+     * on disk for the next client). Idempotent: a second call settles the same way.
+     */
+    async close(options = {}) {
+        const delivered = await this.closeQuietly(options);
+        if (!delivered) {
+            const m = this.metrics();
+            const missing = this.enqueued + this.recovered - m.acknowledged;
+            throw new errors_js_1.UndeliveredError(missing, `${missing} accepted event(s) were not acknowledged by the gateway ` +
+                `(rejected ${m.rejected}, dropped ${m.droppedTotal}, still spooled ${m.pendingEvents})`);
+        }
+    }
+    /** close(), resolving true if every accepted event was acknowledged (never rejects). */
+    closeQuietly(options = {}) {
+        if (this.closing === undefined)
+            this.closing = this.shutdown(options.timeoutMs ?? this.config.exitTimeoutMs);
+        return this.closing;
+    }
+    /** @internal the exit hook. */
+    closeForExit() {
+        return this.closeQuietly().then(() => undefined);
+    }
+    /** A snapshot of the delivery counters. */
+    metrics() {
+        return this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents(), this.window.limit.window);
+    }
+    async shutdown(timeoutMs) {
+        this.stateValue = "closing";
+        this.gate.wake(true); // every batch waiting in backoff is sent again now (protocol.md §6.3)
+        const target = this.enqueued + this.recovered;
+        this.sealOpen();
+        const flushed = await this.counters.until(target, timeoutMs);
+        this.stateValue = "closed";
+        this.abort.abort();
+        this.window.stop();
+        clearTimeout(this.lingerTimer);
+        this.transport.close(); // ends requests still in flight: nothing is sent after close() returns
+        for (const t of this.extraTransports)
+            t.close();
+        await this.dispatcher.drain(2000); // a custom transport may not end its requests at close(): 2 s at most
+        const unsent = this.batcher.queued + (this.spool === undefined ? this.idleStoreEvents() : 0);
+        if (unsent > 0) {
+            this.counters.settle(0, 0, { closed_unsent: unsent });
+            this.fail(new errors_js_1.EventsDroppedError("closed_unsent", unsent, "client closed before delivery"));
+        }
+        if (this.spool !== undefined)
+            await this.spool.settled();
+        this.store.close(this.nextSeq);
+        this.reporter.close();
+        lifecycle.unregister(this);
+        return flushed && this.counters.acknowledged >= this.enqueued + this.recovered;
+    }
+    idleStoreEvents() {
+        let n = 0;
+        for (let b = this.store.take(); b !== undefined; b = this.store.take()) {
+            n += b.events.length;
+            this.store.ack(b);
+        }
+        return n;
+    }
+    refuse(reason, detail) {
+        this.counters.refuse(reason);
+        this.fail(new errors_js_1.EventsDroppedError(reason, 1, detail));
+        return { ok: false, reason };
+    }
+    /** Report `error` to `failure` listeners; without one, warn (a line per kind at most every 10 s, with counts). */
+    fail(error) {
+        if (this.listenerCount("failure") > 0) {
+            this.safeEmit("failure", error);
+            return;
+        }
+        this.reporter.report(error);
+    }
+    /** Emit without letting a listener's exception reach the delivery machinery. */
+    safeEmit(event, ...args) {
+        try {
+            this.emit(event, ...args);
+        }
+        catch (err) {
+            process.emitWarning(`headwater: a '${event}' listener threw: ${String(err)}`);
+        }
+    }
+    storeDropped(reason, n, detail) {
+        this.counters.settle(0, 0, { [reason]: n });
+        this.fail(new errors_js_1.EventsDroppedError(reason, n, detail));
+    }
+    sealOpen() {
+        clearTimeout(this.lingerTimer);
+        this.lingerTimer = undefined;
+        this.batcher.seal();
+        this.moveSealed();
+    }
+    /** Hand sealed batches to the store while it has room (backpressure leaves them queued). */
+    moveSealed() {
+        const store = this.store;
+        for (let b = this.batcher.takeSealed((n) => !store.full(n)); b !== undefined; b = this.batcher.takeSealed((n) => !store.full(n))) {
+            store.append(b);
+        }
+        this.dispatcher.pump();
+    }
+}
+exports.Headwater = Headwater;

@@ -1,0 +1,214 @@
+"use strict";
+/** Delivering one batch: encode, compress, POST with retries, and turn the answer into an action on the store. */
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.Sender = void 0;
+exports.split = split;
+const compress_js_1 = require("./compress.js");
+const errors_js_1 = require("./errors.js");
+const ids_js_1 = require("./ids.js");
+const retry_js_1 = require("./retry.js");
+const avro_js_1 = require("./avro.js");
+const version_js_1 = require("./version.js");
+const wire_js_1 = require("./wire.js");
+const EVENT_ID = /"event_id":"([^"]*)"/;
+const EVENT_TYPE = /"event_type":"([^"]*)"/;
+/** The two halves of a batch (protocol.md §4, splitting on 413): first floor(n/2) events, then the rest, with derived ids. */
+function split(batch) {
+    const mid = Math.floor(batch.events.length / 2);
+    const half = (k, events) => ({
+        batchId: (0, ids_js_1.splitBatchId)(batch.batchId, k),
+        producerId: batch.producerId,
+        firstSeq: (0, wire_js_1.seqOf)(events[0]),
+        lastSeq: (0, wire_js_1.seqOf)(events[events.length - 1]),
+        events,
+        nbytes: events.reduce((s, e) => s + Buffer.byteLength(e), 0),
+    });
+    return [half(0, batch.events.slice(0, mid)), half(1, batch.events.slice(mid))];
+}
+/** Sends batches to `{endpoint}/v1/batch`; counts and reports what happened. */
+class Sender {
+    cfg;
+    transport;
+    counters;
+    events;
+    abort;
+    gate;
+    window;
+    schemas;
+    url;
+    /** The body's codec, chosen once (zstd may fall back to gzip: see compress.ts). */
+    codec;
+    headers = {};
+    avroHeaders = {};
+    firstSent = new Map(); // batch id -> sent_at of its first send
+    constructor(cfg, transport, counters, events, abort, gate, window, schemas) {
+        this.cfg = cfg;
+        this.transport = transport;
+        this.counters = counters;
+        this.events = events;
+        this.abort = abort;
+        this.gate = gate;
+        this.window = window;
+        this.schemas = schemas;
+        this.url = `${cfg.endpoint.replace(/\/+$/, "")}/v1/batch`;
+        this.codec = (0, compress_js_1.codecFor)(cfg.compression).then((codec) => {
+            this.headers = { "Content-Type": wire_js_1.JSON_TYPE, "Content-Encoding": codec.encoding, Authorization: `Bearer ${cfg.writeKey}`,
+                "User-Agent": version_js_1.USER_AGENT };
+            this.avroHeaders = { ...this.headers, "Content-Type": wire_js_1.AVRO_TYPE };
+            return codec;
+        });
+    }
+    /**
+     * Send `batch` until answered; `keepOnFailure` (a spool) keeps it after the retry deadline. Every attempt
+     * passes the client's gate (protocol.md §6.1) and takes a place in the in-flight window (§6.2).
+     */
+    async deliver(batch, keepOnFailure) {
+        const n = batch.events.length;
+        this.counters.sent += n;
+        this.counters.batchesSent += 1;
+        let sentAt = this.firstSent.get(batch.batchId);
+        if (sentAt === undefined) {
+            sentAt = Date.now();
+            this.firstSent.set(batch.batchId, sentAt);
+        }
+        const me = this.gate.newId();
+        try {
+            const deadline = Date.now() + this.cfg.retryDeadlineMs;
+            let encoded;
+            for (let attempt = 1;; attempt++) {
+                if (!(await this.gate.enter(me)))
+                    return { kind: "release" };
+                let failure;
+                try {
+                    encoded ??= await this.encode(batch, sentAt); // a registry look-up may fail: retried like a send
+                    const resp = await this.post(encoded);
+                    if (resp === undefined)
+                        return { kind: "release" }; // stopped while waiting for a place
+                    if ((0, retry_js_1.classify)(resp.status) !== "retry") {
+                        this.gate.answered();
+                        this.firstSent.delete(batch.batchId);
+                        return this.answered(batch, encoded, resp);
+                    }
+                    const [code, message] = (0, wire_js_1.parseError)(resp.body, resp.status);
+                    failure = new errors_js_1.RetryableStatusError(resp.status, (0, wire_js_1.parseRetryAfter)(resp.headers["retry-after"]), `${code} ${message}`);
+                }
+                catch (err) {
+                    failure = err instanceof errors_js_1.TransportError ? err : new errors_js_1.TransportError(String(err));
+                }
+                if (this.abort.aborted)
+                    return { kind: "release" };
+                const since = this.gate.failed(me, failure);
+                const retryAfterS = failure instanceof errors_js_1.RetryableStatusError && failure.retryAfter !== undefined
+                    ? Math.min(failure.retryAfter, (retry_js_1.RETRY_AFTER_CAP_FACTOR * this.cfg.retryMaxMs) / 1000) : undefined;
+                if (retryAfterS !== undefined)
+                    this.gate.hold(retryAfterS * 1000);
+                const cap = failure.code === "connection_refused" ? Math.min(this.cfg.retryRefusedMaxMs, this.cfg.retryMaxMs) : this.cfg.retryMaxMs;
+                const wait = this.gate.capped((0, retry_js_1.backoffMs)(attempt, this.cfg.retryBaseMs, cap, retryAfterS));
+                if (Date.now() + wait > deadline) {
+                    this.events.failed(failure);
+                    if (keepOnFailure)
+                        return { kind: "release" };
+                    this.firstSent.delete(batch.batchId);
+                    this.counters.settle(0, 0, { retry_deadline: n });
+                    this.events.failed(new errors_js_1.TransportError(`batch ${batch.batchId}: ${n} event(s) dropped after the retry deadline`, "retry_deadline"));
+                    return { kind: "ack" };
+                }
+                this.counters.retries += 1;
+                if (!(await this.gate.backoff(wait, since)))
+                    return { kind: "release" };
+            }
+        }
+        finally {
+            this.gate.gaveUp(me);
+        }
+    }
+    /** One attempt inside a place of the window; undefined when the client stopped while waiting for a place. */
+    async post(encoded) {
+        if (encoded.sentIndex.length === 0)
+            return { status: 200, headers: {}, body: Buffer.from("{}") };
+        const slot = await this.window.acquire();
+        if (slot === undefined)
+            return undefined;
+        let signal = "failure"; // no answer (connection error, timeout) unless one is read
+        try {
+            const resp = await this.transport.send({ method: "POST", url: this.url,
+                headers: encoded.contentType === wire_js_1.AVRO_TYPE ? this.avroHeaders : this.headers, body: encoded.body }, this.cfg.requestTimeoutMs);
+            const outcome = (0, retry_js_1.classify)(resp.status);
+            signal = outcome === "done" ? "success" : outcome === "retry" ? "failure" : "neutral";
+            return resp;
+        }
+        finally {
+            this.window.release(slot, signal);
+        }
+    }
+    /** The compressed body: JSON, or the Avro fast path with each event framed with its registered schema. */
+    async encode(batch, sentAt) {
+        const all = batch.events.map((_e, i) => i);
+        const codec = await this.codec;
+        if (this.schemas === undefined) {
+            return { body: codec.compress((0, wire_js_1.jsonBody)(batch, sentAt)), contentType: wire_js_1.JSON_TYPE, sentIndex: all, localRejects: [] };
+        }
+        const events = [];
+        const sentIndex = [];
+        const localRejects = [];
+        for (const [i, raw] of batch.events.entries()) {
+            const type = EVENT_TYPE.exec(raw)?.[1] ?? "";
+            const schema = await this.schemas.get(type);
+            const reject = (code, message) => {
+                localRejects.push(new errors_js_1.EventRejectedError(batch.batchId, EVENT_ID.exec(raw)?.[1] ?? "", (0, wire_js_1.seqOf)(raw), code, message));
+            };
+            if (schema === null) {
+                reject("unknown_event_type", `no subject for ${type} in the registry`);
+                continue;
+            }
+            const env = JSON.parse(raw);
+            const record = { event_id: env.event_id, event_type: env.event_type, producer_id: env.producer_id, seq: env.seq,
+                node_id: env.node_id, created_at: env.created_at, sent_at: sentAt, received_at: null, sdk_name: version_js_1.SDK_NAME,
+                sdk_version: version_js_1.VERSION, context: env.context ?? {}, properties: env.properties ?? {} };
+            try {
+                events.push((0, avro_js_1.framed)(schema.id, schema.write, record));
+                sentIndex.push(i);
+            }
+            catch (err) {
+                if (!(err instanceof avro_js_1.AvroMismatch))
+                    throw err;
+                reject("schema_mismatch", err.message);
+            }
+        }
+        const body = (0, avro_js_1.avroBatchBody)(batch.batchId, sentAt, version_js_1.SDK_NAME, version_js_1.VERSION, events);
+        return { body: codec.compress(body), contentType: wire_js_1.AVRO_TYPE, sentIndex, localRejects };
+    }
+    answered(batch, encoded, resp) {
+        const outcome = (0, retry_js_1.classify)(resp.status);
+        const n = batch.events.length;
+        if (outcome === "split" && n > 1)
+            return { kind: "split", parts: split(batch) };
+        if (outcome !== "done") {
+            const [code, message] = (0, wire_js_1.parseError)(resp.body, resp.status);
+            const fallback = outcome === "split" && code === `http_${resp.status}` ? "event_too_large" : code;
+            this.events.failed(new errors_js_1.BatchRejectedError(batch.batchId, resp.status, fallback, message, n));
+            this.counters.settle(0, 0, { [outcome === "split" ? "too_large" : `refused_http_${resp.status}`]: n });
+            return { kind: "ack" };
+        }
+        const rejected = [...encoded.localRejects];
+        const seen = new Set();
+        for (const r of (0, wire_js_1.parseRejections)(resp.body)) {
+            const at = encoded.sentIndex[r.index];
+            const event = at === undefined ? undefined : batch.events[at];
+            if (event === undefined || seen.has(r.index))
+                continue;
+            seen.add(r.index);
+            if (this.schemas !== undefined && r.code.includes("schema"))
+                this.schemas.invalidate(EVENT_TYPE.exec(event)?.[1] ?? "");
+            rejected.push(new errors_js_1.EventRejectedError(batch.batchId, EVENT_ID.exec(event)?.[1] ?? "", (0, wire_js_1.seqOf)(event), r.code, r.message));
+        }
+        const accepted = n - rejected.length;
+        this.counters.settle(accepted, rejected.length);
+        for (const err of rejected)
+            this.events.failed(err);
+        this.events.delivered({ batchId: batch.batchId, producerId: batch.producerId, firstSeq: batch.firstSeq,
+            lastSeq: batch.lastSeq, accepted, rejected });
+        return { kind: "ack" };
+    }
+}
+exports.Sender = Sender;

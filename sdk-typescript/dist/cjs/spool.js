@@ -1,0 +1,291 @@
+"use strict";
+/**
+ * The disk spool: every sealed batch is a checksummed file until the gateway acknowledged it.
+ *
+ * Write path: a batch is written to a temporary file off the event loop, fsynced (policy `always`; `never`
+ * survives a process crash or kill -9 but not a power loss), renamed into `batches/`, and only then handed
+ * to the sender. Acknowledged or permanently refused batches are unlinked. At start the directory is
+ * scanned: leftover temporary files are removed, every batch file is queued again in seq order, and the
+ * producer id and next seq come from `state.json` and the file names. Seqs are handed out by `track()` from
+ * a reservation persisted ahead of use (`SEQ_RESERVATION`), so a seq is never reused after a crash; the unused
+ * rest of a reservation shows as a gap after a crash, never after `close()`. A file that fails its checksum is
+ * moved to `quarantine/` (the newest 100 are kept) and its events are counted as dropped. One live client
+ * owns a directory at a time (`node.lock` holds its pid).
+ */
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.SUFFIX = exports.DiskSpool = exports.SEQ_RESERVATION = void 0;
+const node_fs_1 = require("node:fs");
+const promises_1 = require("node:fs/promises");
+const node_path_1 = require("node:path");
+const errors_js_1 = require("./errors.js");
+const ids_js_1 = require("./ids.js");
+const spoolfile_js_1 = require("./spoolfile.js");
+Object.defineProperty(exports, "SUFFIX", { enumerable: true, get: function () { return spoolfile_js_1.SUFFIX; } });
+const store_js_1 = require("./store.js");
+exports.SEQ_RESERVATION = 4096;
+const QUARANTINE_KEEP = 100;
+const MEMORY_COPY_MAX = 32 * 1024 * 1024; // bytes of spooled batches also kept in memory (no re-read)
+/** Pending batches as files in `directory`, bounded by `maxBytes` with an overflow policy. */
+class DiskSpool extends store_js_1.MemoryStore {
+    fsync;
+    warn;
+    directory;
+    /** The first seq this client may hand out (recovered from the state file and the batch files). */
+    startSeq;
+    batchesDir;
+    quarantineDir;
+    statePath;
+    lockPath;
+    reserved = 0; // seqs below this are covered by the state file
+    extending = false;
+    memoryBytes = 0;
+    locked = true;
+    persisted = new Map();
+    tmpCounter = 0;
+    constructor(directory, maxBytes, overflow, fsync, report, warn) {
+        super("", Number.MAX_SAFE_INTEGER, maxBytes, overflow, report);
+        this.fsync = fsync;
+        this.warn = warn;
+        this.directory = (0, node_path_1.resolve)(directory);
+        this.batchesDir = (0, node_path_1.join)(this.directory, "batches");
+        this.quarantineDir = (0, node_path_1.join)(this.directory, "quarantine");
+        this.statePath = (0, node_path_1.join)(this.directory, "state.json");
+        this.lockPath = (0, node_path_1.join)(this.directory, "node.lock");
+        for (const d of [this.directory, this.batchesDir, this.quarantineDir])
+            (0, node_fs_1.mkdirSync)(d, { recursive: true });
+        lock(this.lockPath);
+        try {
+            this.startSeq = this.recover();
+            this.writeState(this.startSeq + exports.SEQ_RESERVATION);
+        }
+        catch (err) {
+            this.unlock();
+            throw err;
+        }
+    }
+    recover() {
+        const state = this.readState();
+        let filesNext = 0;
+        for (const name of (0, node_fs_1.readdirSync)(this.batchesDir).sort()) {
+            const path = (0, node_path_1.join)(this.batchesDir, name);
+            if (name.endsWith(".tmp")) {
+                tryUnlink(path);
+                continue;
+            }
+            try {
+                const [first, last, batchId] = (0, spoolfile_js_1.parseName)(name);
+                const size = (0, node_fs_1.statSync)(path).size;
+                filesNext = Math.max(filesNext, last + 1);
+                const entry = { batchId, firstSeq: first, lastSeq: last, count: last - first + 1, nbytes: size,
+                    batch: undefined, path, state: "ready" };
+                this.add(entry, this.entries.length);
+            }
+            catch {
+                this.quarantine(path);
+            }
+        }
+        this.producerId = state?.[0] ?? this.producerOfFiles() ?? (0, ids_js_1.newProducerId)();
+        return Math.max(state?.[1] ?? 0, filesNext);
+    }
+    readState() {
+        try {
+            return (0, spoolfile_js_1.decodeState)((0, node_fs_1.readFileSync)(this.statePath));
+        }
+        catch (err) {
+            if (err.code === "ENOENT")
+                return undefined;
+            this.warn(`spool state file unusable (${err.message}); quarantined`);
+            this.quarantine(this.statePath);
+            return undefined;
+        }
+    }
+    producerOfFiles() {
+        for (const entry of this.entries) {
+            const batch = this.read(entry);
+            if (batch !== undefined)
+                return batch.producerId;
+        }
+        return undefined;
+    }
+    writeState(next) {
+        (0, spoolfile_js_1.writeAtomicSync)(this.statePath, (0, spoolfile_js_1.encodeState)(this.producerId, next), this.fsync, `${this.statePath}.${this.tmpCounter++}.tmp`);
+        this.reserved = Math.max(this.reserved, next);
+    }
+    /** Make sure `seq` is covered by the persisted reservation (called by track() before handing it out). */
+    reserve(seq) {
+        if (seq >= this.reserved) {
+            try {
+                this.writeState(seq + exports.SEQ_RESERVATION); // rare: the early extension below did not land in time
+            }
+            catch (err) {
+                // The disk refuses writes: carry on (track() never throws for that); a crash now could reuse seqs.
+                this.warn(`cannot persist the seq reservation (${err.message})`);
+                this.reserved = seq + exports.SEQ_RESERVATION;
+            }
+        }
+        else if (!this.extending && this.reserved - seq < exports.SEQ_RESERVATION / 2) {
+            this.extendAsync(seq + exports.SEQ_RESERVATION);
+        }
+    }
+    extendAsync(target) {
+        this.extending = true;
+        const tmp = `${this.statePath}.${this.tmpCounter++}.tmp`;
+        (0, spoolfile_js_1.writeTemp)(tmp, (0, spoolfile_js_1.encodeState)(this.producerId, target), this.fsync)
+            .then(() => {
+            // The check and the rename run in one tick: a synchronous write in between cannot be overtaken.
+            if (target > this.reserved && this.locked) {
+                (0, node_fs_1.renameSync)(tmp, this.statePath);
+                this.reserved = target;
+                return this.fsync ? (0, spoolfile_js_1.fsyncDir)(this.directory) : undefined;
+            }
+            tryUnlink(tmp);
+            return undefined;
+        })
+            .catch((err) => this.warn(`cannot extend the seq reservation (${err.message})`))
+            .finally(() => {
+            this.extending = false;
+        });
+    }
+    persist(entry, batch) {
+        const path = (0, node_path_1.join)(this.batchesDir, (0, spoolfile_js_1.fileName)(batch));
+        const tmp = `${path}.tmp`;
+        const done = (0, spoolfile_js_1.writeTemp)(tmp, (0, spoolfile_js_1.encodeBatch)(batch), this.fsync)
+            .then(() => (0, promises_1.rename)(tmp, path))
+            .then(() => (this.fsync ? (0, spoolfile_js_1.fsyncDir)(this.batchesDir) : undefined))
+            .then(() => {
+            entry.path = path;
+            if (this.memoryBytes + entry.nbytes > MEMORY_COPY_MAX) {
+                entry.batch = undefined;
+            }
+            else {
+                this.memoryBytes += entry.nbytes;
+            }
+        })
+            .catch((err) => this.warn(`cannot write ${path} (${err.message}); batch kept in memory only`))
+            .finally(() => {
+            this.persisted.delete(entry);
+            if (this.entries.includes(entry)) {
+                if (entry.state === "persisting")
+                    entry.state = "ready";
+                this.onReady();
+            }
+            else if (entry.path !== undefined) {
+                tryUnlink(entry.path); // acked or dropped while it was being written
+            }
+        });
+        this.persisted.set(entry, done);
+    }
+    read(entry) {
+        if (entry.batch !== undefined || entry.path === undefined)
+            return entry.batch;
+        try {
+            return (0, spoolfile_js_1.decodeBatch)((0, node_fs_1.readFileSync)(entry.path));
+        }
+        catch (err) {
+            if (!(err instanceof spoolfile_js_1.CorruptFileError))
+                this.warn(`cannot read ${entry.path} (${err.message})`);
+            else
+                this.warn(`${entry.path} is unusable (${err.message}); quarantined`);
+            return undefined;
+        }
+    }
+    load(entry) {
+        const batch = this.read(entry);
+        if (batch === undefined) {
+            if (entry.path !== undefined)
+                this.quarantine(entry.path);
+            entry.path = undefined;
+            this.drop(entry, "spool_corrupt");
+        }
+        return batch;
+    }
+    remove(entry, after) {
+        if (entry.batch !== undefined && entry.path !== undefined)
+            this.memoryBytes -= entry.nbytes;
+        const path = entry.path;
+        if (path === undefined)
+            return;
+        entry.path = undefined;
+        // A split parent's file goes only once its halves are on disk: a crash in between resends the parent.
+        const waits = after.map((e) => this.persisted.get(e)).filter((p) => p !== undefined);
+        Promise.all(waits).then(() => (0, promises_1.unlink)(path)).catch(() => undefined);
+    }
+    quarantine(path) {
+        try {
+            (0, node_fs_1.renameSync)(path, (0, node_path_1.join)(this.quarantineDir, path.split("/").pop()));
+            const kept = (0, node_fs_1.readdirSync)(this.quarantineDir)
+                .map((n) => (0, node_path_1.join)(this.quarantineDir, n))
+                .sort((a, b) => (0, node_fs_1.statSync)(a).mtimeMs - (0, node_fs_1.statSync)(b).mtimeMs);
+            for (const old of kept.slice(0, -QUARANTINE_KEEP))
+                tryUnlink(old);
+        }
+        catch (err) {
+            this.warn(`cannot quarantine ${path} (${err.message}); deleting it`);
+            tryUnlink(path);
+        }
+    }
+    /** Persist the exact next seq (no gap after a clean close) and release the directory lock. */
+    close(nextSeq) {
+        if (!this.locked)
+            return;
+        try {
+            (0, spoolfile_js_1.writeAtomicSync)(this.statePath, (0, spoolfile_js_1.encodeState)(this.producerId, nextSeq), this.fsync);
+        }
+        catch (err) {
+            this.warn(`cannot write the state file (${err.message})`);
+        }
+        this.unlock();
+    }
+    /** Wait until every batch write started so far has finished (tests, close). */
+    async settled() {
+        await Promise.all([...this.persisted.values()]);
+    }
+    unlock() {
+        this.locked = false;
+        tryUnlink(this.lockPath);
+    }
+}
+exports.DiskSpool = DiskSpool;
+function lock(path) {
+    for (let attempt = 0; attempt < 2; attempt++) {
+        try {
+            (0, node_fs_1.writeFileSync)(path, String(process.pid), { flag: "wx", mode: 0o600 });
+            return;
+        }
+        catch (err) {
+            if (err.code !== "EEXIST")
+                throw err;
+        }
+        const owner = Number(readFileSafe(path));
+        if (Number.isInteger(owner) && owner > 0 && (owner === process.pid || isAlive(owner))) {
+            throw new errors_js_1.SpoolLockedError(`spool directory ${path.slice(0, -"/node.lock".length)} is in use by process ${owner}`);
+        }
+        tryUnlink(path); // its owner died (kill -9): take the directory over
+    }
+    throw new errors_js_1.SpoolLockedError(`cannot lock ${path}`);
+}
+function isAlive(pid) {
+    try {
+        process.kill(pid, 0);
+        return true;
+    }
+    catch (err) {
+        return err.code === "EPERM";
+    }
+}
+function readFileSafe(path) {
+    try {
+        return (0, node_fs_1.readFileSync)(path, "utf8").trim();
+    }
+    catch {
+        return "";
+    }
+}
+function tryUnlink(path) {
+    try {
+        (0, node_fs_1.unlinkSync)(path);
+    }
+    catch {
+        // already gone
+    }
+}

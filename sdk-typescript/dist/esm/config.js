@@ -1,0 +1,188 @@
+/**
+ * The client's configuration: one frozen, validated object built once from options or the environment.
+ *
+ * Every option is also an environment variable `HEADWATER_<PYTHON OPTION NAME IN UPPER CASE>` (the names the
+ * Python and Go SDKs use: `lingerMs` <- `HEADWATER_LINGER_S`, durations in seconds in the environment);
+ * `GATEWAY_URL` and `REGISTRY_URL` are aliases of `HEADWATER_ENDPOINT` and `HEADWATER_REGISTRY_URL`.
+ */
+import { hostname } from "node:os";
+import { ConfigError } from "./errors.js";
+export const QUEUE_POLICIES = ["drop_newest", "drop_oldest"];
+export const SPOOL_OVERFLOW_POLICIES = ["backpressure", "drop_oldest"];
+export const FSYNC_POLICIES = ["always", "never"];
+export const COMPRESSIONS = ["zstd", "gzip", "identity"];
+export const WIRE_FORMATS = ["json", "avro"];
+export const GATEWAY_MAX_EVENTS = 40; // protocol.md section 5
+export const DEFAULTS = {
+    spoolDir: null,
+    registryUrl: null,
+    schemaRefreshMs: 300_000,
+    wireFormat: "json",
+    compression: "zstd",
+    maxBatchEvents: 40,
+    maxBatchBytes: 512 * 1024,
+    maxEventBytes: 64 * 1024,
+    lingerMs: 50,
+    maxQueueEvents: 10_000,
+    queuePolicy: "drop_newest",
+    maxPendingBatches: 1_000,
+    spoolMaxBytes: 256 * 1024 * 1024,
+    spoolOverflow: "backpressure",
+    spoolFsync: "always",
+    requestTimeoutMs: 10_000,
+    retryDeadlineMs: 300_000,
+    retryBaseMs: 500,
+    retryMaxMs: 30_000,
+    retryRefusedMaxMs: 2_000,
+    connectionMaxAgeMs: 300_000,
+    exitTimeoutMs: 5_000,
+    maxInFlight: 16,
+    caBundle: null,
+    handleExit: true,
+};
+/** Option name -> [environment name of the Python option, kind]; `ms` options are seconds in the env. */
+const ENV = {
+    endpoint: ["ENDPOINT", "str"],
+    writeKey: ["WRITE_KEY", "str"],
+    spoolDir: ["SPOOL_DIR", "str"],
+    wireFormat: ["WIRE_FORMAT", "str"],
+    registryUrl: ["REGISTRY_URL", "str"],
+    schemaRefreshMs: ["SCHEMA_REFRESH_S", "ms"],
+    compression: ["COMPRESSION", "str"],
+    maxBatchEvents: ["MAX_BATCH_EVENTS", "int"],
+    maxBatchBytes: ["MAX_BATCH_BYTES", "int"],
+    maxEventBytes: ["MAX_EVENT_BYTES", "int"],
+    lingerMs: ["LINGER_S", "ms"],
+    maxQueueEvents: ["MAX_QUEUE_EVENTS", "int"],
+    queuePolicy: ["QUEUE_POLICY", "str"],
+    maxPendingBatches: ["MAX_PENDING_BATCHES", "int"],
+    spoolMaxBytes: ["SPOOL_MAX_BYTES", "int"],
+    spoolOverflow: ["SPOOL_OVERFLOW", "str"],
+    spoolFsync: ["SPOOL_FSYNC", "str"],
+    requestTimeoutMs: ["REQUEST_TIMEOUT_S", "ms"],
+    retryDeadlineMs: ["RETRY_DEADLINE_S", "ms"],
+    retryBaseMs: ["RETRY_BASE_S", "ms"],
+    retryMaxMs: ["RETRY_MAX_S", "ms"],
+    retryRefusedMaxMs: ["RETRY_REFUSED_MAX_S", "ms"],
+    connectionMaxAgeMs: ["CONNECTION_MAX_AGE_S", "ms"],
+    exitTimeoutMs: ["EXIT_TIMEOUT_S", "ms"],
+    maxInFlight: ["MAX_IN_FLIGHT", "int"],
+    caBundle: ["CA_BUNDLE", "str"],
+    nodeId: ["NODE_ID", "str"],
+};
+const ALIASES = { ENDPOINT: "GATEWAY_URL", REGISTRY_URL: "REGISTRY_URL" };
+/** The environment variable of an option, e.g. `lingerMs` -> `HEADWATER_LINGER_S`. */
+export function envName(option) {
+    const entry = ENV[option];
+    return entry ? `HEADWATER_${entry[0]}` : option;
+}
+/** Options from `HEADWATER_*` variables (`overrides` win); throws ConfigError naming a bad variable. */
+export function optionsFromEnv(env = process.env, overrides = {}) {
+    const out = {};
+    for (const [option, [name, kind]] of Object.entries(ENV)) {
+        const alias = ALIASES[name];
+        const vars = [`HEADWATER_${name}`, ...(alias !== undefined ? [alias] : [])];
+        for (const v of vars) {
+            const raw = env[v];
+            if (raw === undefined || raw === "")
+                continue;
+            out[option] = parseEnv(v, raw, kind);
+            break;
+        }
+    }
+    Object.assign(out, overrides);
+    for (const required of ["endpoint", "writeKey"]) {
+        if (out[required] === undefined) {
+            const alias = required === "endpoint" ? " or GATEWAY_URL" : "";
+            throw new ConfigError(`${envName(required)}${alias} is not set`);
+        }
+    }
+    return out;
+}
+function parseEnv(name, raw, kind) {
+    if (kind === "str")
+        return raw;
+    const value = Number(raw.replace(/_/g, ""));
+    if (!Number.isFinite(value) || (kind === "int" && !Number.isInteger(value))) {
+        throw new ConfigError(`${name}=${JSON.stringify(raw)} is not a valid ${kind === "int" ? "integer" : "number"}`);
+    }
+    return kind === "ms" ? value * 1000 : value;
+}
+/** Validate `options` and fill the defaults; throws ConfigError naming the bad option. */
+export function buildConfig(options) {
+    if (options === null || typeof options !== "object")
+        throw new ConfigError("options must be an object");
+    const known = new Set([...Object.keys(ENV), "context", "handleExit", "transport"]);
+    for (const key of Object.keys(options)) {
+        if (!known.has(key))
+            throw new ConfigError(`unknown option: ${key}`);
+    }
+    const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+    const cfg = { ...DEFAULTS, nodeId: hostname(), context: {}, transport: undefined, ...defined };
+    checkUrl("endpoint", cfg.endpoint);
+    if (typeof cfg.writeKey !== "string" || cfg.writeKey === "") {
+        throw new ConfigError("writeKey (HEADWATER_WRITE_KEY) must be a non-empty string");
+    }
+    if (cfg.spoolDir !== null && (typeof cfg.spoolDir !== "string" || cfg.spoolDir === "")) {
+        throw new ConfigError("spoolDir (HEADWATER_SPOOL_DIR) must be a path or null");
+    }
+    if (cfg.caBundle !== null && (typeof cfg.caBundle !== "string" || cfg.caBundle === "")) {
+        throw new ConfigError("caBundle (HEADWATER_CA_BUNDLE) must be a path to a PEM file or null");
+    }
+    checkChoice("wireFormat", cfg.wireFormat, WIRE_FORMATS);
+    if (cfg.registryUrl !== null)
+        checkUrl("registryUrl", cfg.registryUrl);
+    if (cfg.wireFormat === "avro" && cfg.registryUrl === null) {
+        throw new ConfigError("wireFormat 'avro' needs registryUrl (HEADWATER_REGISTRY_URL)");
+    }
+    checkChoice("compression", cfg.compression, COMPRESSIONS);
+    checkChoice("queuePolicy", cfg.queuePolicy, QUEUE_POLICIES);
+    checkChoice("spoolOverflow", cfg.spoolOverflow, SPOOL_OVERFLOW_POLICIES);
+    checkChoice("spoolFsync", cfg.spoolFsync, FSYNC_POLICIES);
+    checkInt("maxBatchEvents", cfg.maxBatchEvents, 1, GATEWAY_MAX_EVENTS);
+    checkInt("maxBatchBytes", cfg.maxBatchBytes, 1024, 2 ** 30);
+    checkInt("maxEventBytes", cfg.maxEventBytes, 64, cfg.maxBatchBytes);
+    checkInt("maxQueueEvents", cfg.maxQueueEvents, 1, 2 ** 31);
+    checkInt("maxPendingBatches", cfg.maxPendingBatches, 1, 2 ** 31);
+    checkInt("spoolMaxBytes", cfg.spoolMaxBytes, 1024, 2 ** 50);
+    checkInt("maxInFlight", cfg.maxInFlight, 1, 64);
+    for (const name of ["lingerMs", "exitTimeoutMs"])
+        checkNumber(name, cfg[name], 0, 86_400_000);
+    for (const name of ["requestTimeoutMs", "retryDeadlineMs", "retryBaseMs", "retryMaxMs", "retryRefusedMaxMs", "connectionMaxAgeMs", "schemaRefreshMs"]) {
+        checkNumber(name, cfg[name], 1, 86_400_000 * 365);
+    }
+    if (typeof cfg.nodeId !== "string" || cfg.nodeId === "") {
+        throw new ConfigError("nodeId (HEADWATER_NODE_ID) must be a non-empty string");
+    }
+    const ctx = cfg.context;
+    if (ctx === null || typeof ctx !== "object" || Array.isArray(ctx)) {
+        throw new ConfigError("context must be an object mapping strings to strings");
+    }
+    for (const v of Object.values(ctx)) {
+        if (typeof v !== "string")
+            throw new ConfigError("context must map strings to strings");
+    }
+    if (typeof cfg.handleExit !== "boolean")
+        throw new ConfigError("handleExit must be a boolean");
+    return Object.freeze({ ...cfg, context: Object.freeze({ ...cfg.context }) });
+}
+function checkUrl(name, value) {
+    if (typeof value !== "string" || !/^https?:\/\/[^/\s]+/.test(value)) {
+        throw new ConfigError(`${name} (${envName(name)}) must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+    }
+}
+function checkChoice(name, value, choices) {
+    if (typeof value !== "string" || !choices.includes(value)) {
+        throw new ConfigError(`${name} (${envName(name)}) must be one of ${choices.join(", ")}, got ${JSON.stringify(value)}`);
+    }
+}
+function checkNumber(name, value, low, high) {
+    if (typeof value !== "number" || !Number.isFinite(value) || value < low || value > high) {
+        throw new ConfigError(`${name} (${envName(name)}) must be a number in [${low}, ${high}], got ${String(value)}`);
+    }
+}
+function checkInt(name, value, low, high) {
+    checkNumber(name, value, low, high);
+    if (!Number.isInteger(value))
+        throw new ConfigError(`${name} (${envName(name)}) must be an integer, got ${String(value)}`);
+}

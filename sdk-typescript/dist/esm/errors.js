@@ -1,0 +1,96 @@
+/**
+ * The SDK's error tree; every error the SDK throws or reports is one of these, each with a stable `code`.
+ *
+ * ```
+ * HeadwaterError
+ * ├── ConfigError              bad option or environment variable; thrown by the constructor / fromEnv()
+ * │   └── SpoolLockedError     another live client owns this spool directory
+ * ├── InvalidEventError        bad arguments to track(); thrown by track()
+ * ├── SubscriptionError        subscribe(): a refusal that is not retried (subscribe.ts)
+ * └── DeliveryError            reported through the client's events, never thrown by track()
+ *     ├── EventsDroppedError   events dropped, with the reason and the count
+ *     ├── BatchRejectedError   the gateway refused a whole batch without retry (4xx, 413 of one event)
+ *     ├── EventRejectedError   the gateway rejected one event of a batch (listed in a 200/422 answer)
+ *     ├── UndeliveredError     close()/flush() ended before every accepted event was delivered
+ *     └── TransportError       connection error, timeout or retryable status (retried)
+ *         └── RetryableStatusError  408 / 429 / 5xx, with Retry-After when given
+ * ```
+ */
+export class HeadwaterError extends Error {
+    code;
+    constructor(code, message) {
+        super(message);
+        this.name = new.target.name;
+        this.code = code;
+    }
+}
+export class ConfigError extends HeadwaterError {
+    constructor(message, code = "config_error") {
+        super(code, message);
+    }
+}
+export class SpoolLockedError extends ConfigError {
+    constructor(message) {
+        super(message, "spool_locked");
+    }
+}
+export class InvalidEventError extends HeadwaterError {
+    constructor(message) {
+        super("invalid_event", message);
+    }
+}
+export class DeliveryError extends HeadwaterError {
+}
+export class EventsDroppedError extends DeliveryError {
+    reason;
+    count;
+    constructor(reason, count, detail) {
+        super(reason, `${count} event(s) dropped (${reason}): ${detail}`);
+        this.reason = reason;
+        this.count = count;
+    }
+}
+export class BatchRejectedError extends DeliveryError {
+    batchId;
+    status;
+    count;
+    constructor(batchId, status, code, message, count) {
+        super(code, `batch ${batchId} refused with HTTP ${status} ${code}: ${message}`);
+        this.batchId = batchId;
+        this.status = status;
+        this.count = count;
+    }
+}
+export class EventRejectedError extends DeliveryError {
+    batchId;
+    eventId;
+    seq;
+    constructor(batchId, eventId, seq, code, message) {
+        super(code, `event ${eventId} (seq ${seq}) rejected: ${code} ${message}`);
+        this.batchId = batchId;
+        this.eventId = eventId;
+        this.seq = seq;
+    }
+}
+export class UndeliveredError extends DeliveryError {
+    undelivered;
+    constructor(undelivered, message) {
+        super("undelivered", message);
+        this.undelivered = undelivered;
+    }
+}
+export class TransportError extends DeliveryError {
+    constructor(message, code = "transport_error") {
+        super(code, message);
+    }
+}
+export class RetryableStatusError extends TransportError {
+    status;
+    /** Seconds from the Retry-After header, or undefined. */
+    retryAfter;
+    constructor(status, retryAfter, message) {
+        super(`HTTP ${status} ${message}`.trim(), `http_${status}`);
+        this.status = status;
+        this.retryAfter = retryAfter;
+    }
+}

@@ -1,0 +1,209 @@
+/** Delivering one batch: encode, compress, POST with retries, and turn the answer into an action on the store. */
+import { codecFor } from "./compress.js";
+import { BatchRejectedError, EventRejectedError, RetryableStatusError, TransportError } from "./errors.js";
+import { splitBatchId } from "./ids.js";
+import { backoffMs, classify, RETRY_AFTER_CAP_FACTOR } from "./retry.js";
+import { AvroMismatch, avroBatchBody, framed } from "./avro.js";
+import { SDK_NAME, USER_AGENT, VERSION } from "./version.js";
+import { AVRO_TYPE, JSON_TYPE, jsonBody, parseError, parseRejections, parseRetryAfter, seqOf } from "./wire.js";
+const EVENT_ID = /"event_id":"([^"]*)"/;
+const EVENT_TYPE = /"event_type":"([^"]*)"/;
+/** The two halves of a batch (protocol.md §4, splitting on 413): first floor(n/2) events, then the rest, with derived ids. */
+export function split(batch) {
+    const mid = Math.floor(batch.events.length / 2);
+    const half = (k, events) => ({
+        batchId: splitBatchId(batch.batchId, k),
+        producerId: batch.producerId,
+        firstSeq: seqOf(events[0]),
+        lastSeq: seqOf(events[events.length - 1]),
+        events,
+        nbytes: events.reduce((s, e) => s + Buffer.byteLength(e), 0),
+    });
+    return [half(0, batch.events.slice(0, mid)), half(1, batch.events.slice(mid))];
+}
+/** Sends batches to `{endpoint}/v1/batch`; counts and reports what happened. */
+export class Sender {
+    cfg;
+    transport;
+    counters;
+    events;
+    abort;
+    gate;
+    window;
+    schemas;
+    url;
+    /** The body's codec, chosen once (zstd may fall back to gzip: see compress.ts). */
+    codec;
+    headers = {};
+    avroHeaders = {};
+    firstSent = new Map(); // batch id -> sent_at of its first send
+    constructor(cfg, transport, counters, events, abort, gate, window, schemas) {
+        this.cfg = cfg;
+        this.transport = transport;
+        this.counters = counters;
+        this.events = events;
+        this.abort = abort;
+        this.gate = gate;
+        this.window = window;
+        this.schemas = schemas;
+        this.url = `${cfg.endpoint.replace(/\/+$/, "")}/v1/batch`;
+        this.codec = codecFor(cfg.compression).then((codec) => {
+            this.headers = { "Content-Type": JSON_TYPE, "Content-Encoding": codec.encoding, Authorization: `Bearer ${cfg.writeKey}`,
+                "User-Agent": USER_AGENT };
+            this.avroHeaders = { ...this.headers, "Content-Type": AVRO_TYPE };
+            return codec;
+        });
+    }
+    /**
+     * Send `batch` until answered; `keepOnFailure` (a spool) keeps it after the retry deadline. Every attempt
+     * passes the client's gate (protocol.md §6.1) and takes a place in the in-flight window (§6.2).
+     */
+    async deliver(batch, keepOnFailure) {
+        const n = batch.events.length;
+        this.counters.sent += n;
+        this.counters.batchesSent += 1;
+        let sentAt = this.firstSent.get(batch.batchId);
+        if (sentAt === undefined) {
+            sentAt = Date.now();
+            this.firstSent.set(batch.batchId, sentAt);
+        }
+        const me = this.gate.newId();
+        try {
+            const deadline = Date.now() + this.cfg.retryDeadlineMs;
+            let encoded;
+            for (let attempt = 1;; attempt++) {
+                if (!(await this.gate.enter(me)))
+                    return { kind: "release" };
+                let failure;
+                try {
+                    encoded ??= await this.encode(batch, sentAt); // a registry look-up may fail: retried like a send
+                    const resp = await this.post(encoded);
+                    if (resp === undefined)
+                        return { kind: "release" }; // stopped while waiting for a place
+                    if (classify(resp.status) !== "retry") {
+                        this.gate.answered();
+                        this.firstSent.delete(batch.batchId);
+                        return this.answered(batch, encoded, resp);
+                    }
+                    const [code, message] = parseError(resp.body, resp.status);
+                    failure = new RetryableStatusError(resp.status, parseRetryAfter(resp.headers["retry-after"]), `${code} ${message}`);
+                }
+                catch (err) {
+                    failure = err instanceof TransportError ? err : new TransportError(String(err));
+                }
+                if (this.abort.aborted)
+                    return { kind: "release" };
+                const since = this.gate.failed(me, failure);
+                const retryAfterS = failure instanceof RetryableStatusError && failure.retryAfter !== undefined
+                    ? Math.min(failure.retryAfter, (RETRY_AFTER_CAP_FACTOR * this.cfg.retryMaxMs) / 1000) : undefined;
+                if (retryAfterS !== undefined)
+                    this.gate.hold(retryAfterS * 1000);
+                const cap = failure.code === "connection_refused" ? Math.min(this.cfg.retryRefusedMaxMs, this.cfg.retryMaxMs) : this.cfg.retryMaxMs;
+                const wait = this.gate.capped(backoffMs(attempt, this.cfg.retryBaseMs, cap, retryAfterS));
+                if (Date.now() + wait > deadline) {
+                    this.events.failed(failure);
+                    if (keepOnFailure)
+                        return { kind: "release" };
+                    this.firstSent.delete(batch.batchId);
+                    this.counters.settle(0, 0, { retry_deadline: n });
+                    this.events.failed(new TransportError(`batch ${batch.batchId}: ${n} event(s) dropped after the retry deadline`, "retry_deadline"));
+                    return { kind: "ack" };
+                }
+                this.counters.retries += 1;
+                if (!(await this.gate.backoff(wait, since)))
+                    return { kind: "release" };
+            }
+        }
+        finally {
+            this.gate.gaveUp(me);
+        }
+    }
+    /** One attempt inside a place of the window; undefined when the client stopped while waiting for a place. */
+    async post(encoded) {
+        if (encoded.sentIndex.length === 0)
+            return { status: 200, headers: {}, body: Buffer.from("{}") };
+        const slot = await this.window.acquire();
+        if (slot === undefined)
+            return undefined;
+        let signal = "failure"; // no answer (connection error, timeout) unless one is read
+        try {
+            const resp = await this.transport.send({ method: "POST", url: this.url,
+                headers: encoded.contentType === AVRO_TYPE ? this.avroHeaders : this.headers, body: encoded.body }, this.cfg.requestTimeoutMs);
+            const outcome = classify(resp.status);
+            signal = outcome === "done" ? "success" : outcome === "retry" ? "failure" : "neutral";
+            return resp;
+        }
+        finally {
+            this.window.release(slot, signal);
+        }
+    }
+    /** The compressed body: JSON, or the Avro fast path with each event framed with its registered schema. */
+    async encode(batch, sentAt) {
+        const all = batch.events.map((_e, i) => i);
+        const codec = await this.codec;
+        if (this.schemas === undefined) {
+            return { body: codec.compress(jsonBody(batch, sentAt)), contentType: JSON_TYPE, sentIndex: all, localRejects: [] };
+        }
+        const events = [];
+        const sentIndex = [];
+        const localRejects = [];
+        for (const [i, raw] of batch.events.entries()) {
+            const type = EVENT_TYPE.exec(raw)?.[1] ?? "";
+            const schema = await this.schemas.get(type);
+            const reject = (code, message) => {
+                localRejects.push(new EventRejectedError(batch.batchId, EVENT_ID.exec(raw)?.[1] ?? "", seqOf(raw), code, message));
+            };
+            if (schema === null) {
+                reject("unknown_event_type", `no subject for ${type} in the registry`);
+                continue;
+            }
+            const env = JSON.parse(raw);
+            const record = { event_id: env.event_id, event_type: env.event_type, producer_id: env.producer_id, seq: env.seq,
+                node_id: env.node_id, created_at: env.created_at, sent_at: sentAt, received_at: null, sdk_name: SDK_NAME,
+                sdk_version: VERSION, context: env.context ?? {}, properties: env.properties ?? {} };
+            try {
+                events.push(framed(schema.id, schema.write, record));
+                sentIndex.push(i);
+            }
+            catch (err) {
+                if (!(err instanceof AvroMismatch))
+                    throw err;
+                reject("schema_mismatch", err.message);
+            }
+        }
+        const body = avroBatchBody(batch.batchId, sentAt, SDK_NAME, VERSION, events);
+        return { body: codec.compress(body), contentType: AVRO_TYPE, sentIndex, localRejects };
+    }
+    answered(batch, encoded, resp) {
+        const outcome = classify(resp.status);
+        const n = batch.events.length;
+        if (outcome === "split" && n > 1)
+            return { kind: "split", parts: split(batch) };
+        if (outcome !== "done") {
+            const [code, message] = parseError(resp.body, resp.status);
+            const fallback = outcome === "split" && code === `http_${resp.status}` ? "event_too_large" : code;
+            this.events.failed(new BatchRejectedError(batch.batchId, resp.status, fallback, message, n));
+            this.counters.settle(0, 0, { [outcome === "split" ? "too_large" : `refused_http_${resp.status}`]: n });
+            return { kind: "ack" };
+        }
+        const rejected = [...encoded.localRejects];
+        const seen = new Set();
+        for (const r of parseRejections(resp.body)) {
+            const at = encoded.sentIndex[r.index];
+            const event = at === undefined ? undefined : batch.events[at];
+            if (event === undefined || seen.has(r.index))
+                continue;
+            seen.add(r.index);
+            if (this.schemas !== undefined && r.code.includes("schema"))
+                this.schemas.invalidate(EVENT_TYPE.exec(event)?.[1] ?? "");
+            rejected.push(new EventRejectedError(batch.batchId, EVENT_ID.exec(event)?.[1] ?? "", seqOf(event), r.code, r.message));
+        }
+        const accepted = n - rejected.length;
+        this.counters.settle(accepted, rejected.length);
+        for (const err of rejected)
+            this.events.failed(err);
+        this.events.delivered({ batchId: batch.batchId, producerId: batch.producerId, firstSeq: batch.firstSeq,
+            lastSeq: batch.lastSeq, accepted, rejected });
+        return { kind: "ack" };
+    }
+}

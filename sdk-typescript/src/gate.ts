@@ -1,0 +1,137 @@
+/**
+ * The client's gate (protocol.md §6.1): a Retry-After holds every send, one send probes a failing gateway, and
+ * any answer (or close()) wakes every wait, backoffs included.
+ */
+
+import type { TransportError } from "./errors.js";
+
+/** Who may send now, for every delivery of one client; deliveries are told apart by an id from `newId`. */
+export class Gate {
+  private ids = 0;
+  private prober = 0; // the delivery probing a failing gateway; 0 when none
+  private streakSince: number | undefined; // start of the failure streak
+  private failures = 0;
+  private notBefore = 0; // nobody sends before this (the server's Retry-After), in `now()` ms
+  private wakes = 0; // bumped by every wake-up: a backoff that sees it change ends
+  private closing = false;
+  private readonly waiters = new Set<() => void>();
+
+  constructor(
+    private readonly closingMaxMs: number,
+    private readonly abort: AbortSignal,
+    /** Hears of the first failure of each streak, and of the recovery. */
+    private readonly report: (error: TransportError) => void,
+    private readonly recovered: (afterMs: number, failures: number) => void = () => {},
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    abort.addEventListener("abort", () => this.notify(), { once: true });
+  }
+
+  /** A new delivery's id (its retries share it). */
+  newId(): number {
+    this.ids += 1;
+    return this.ids;
+  }
+
+  /** Wait while a Retry-After holds or another delivery probes a failing gateway; false once aborted. */
+  async enter(me: number): Promise<boolean> {
+    for (;;) {
+      if (this.abort.aborted) return false;
+      const hold = this.notBefore - this.now();
+      if (hold <= 0) {
+        if (this.streakSince === undefined || this.prober === me) return true;
+        if (this.prober === 0) { // a streak whose prober gave up: this delivery probes now
+          this.prober = me;
+          return true;
+        }
+      }
+      await this.changed(hold > 0 ? hold : undefined);
+    }
+  }
+
+  /** No send of this client goes for `ms` (a Retry-After), also after a deadline. */
+  hold(ms: number): void {
+    this.notBefore = Math.max(this.notBefore, this.now() + ms);
+  }
+
+  /** A backoff as it will be waited: at most `retryRefusedMaxMs` while close() waits. */
+  capped(ms: number): number {
+    return this.closing ? Math.min(ms, this.closingMaxMs) : ms;
+  }
+
+  /** Wait `ms` (see `capped`); ends early at a wake-up after `since` (from `failed`); false once aborted. */
+  async backoff(ms: number, since: number): Promise<boolean> {
+    const deadline = this.now() + this.capped(ms);
+    while (this.wakes === since) {
+      if (this.abort.aborted) return false;
+      const left = deadline - this.now();
+      if (left <= 0) return true;
+      await this.changed(left);
+    }
+    return !this.abort.aborted;
+  }
+
+  /**
+   * A retryable failure of delivery `me`: a streak starts (`me` probes) unless one runs. Returns the wake-up
+   * count to pass to `backoff`, so an answer that comes before the backoff starts still ends it.
+   */
+  failed(me: number, error: TransportError): number {
+    const first = this.streakSince === undefined;
+    if (first) {
+      this.streakSince = this.now();
+      this.prober = me;
+    }
+    this.failures += 1;
+    if (first) this.report(error);
+    return this.wakes;
+  }
+
+  /** A request got an answer: the streak ends and every wait ends. */
+  answered(): void {
+    const since = this.streakSince;
+    const failures = this.failures;
+    this.streakSince = undefined;
+    this.failures = 0;
+    this.prober = 0;
+    this.wakes += 1;
+    this.notify();
+    if (since !== undefined) this.recovered(this.now() - since, failures);
+  }
+
+  /** Delivery `me` stops probing (deadline or stop); the next delivery at the gate probes. */
+  gaveUp(me: number): void {
+    if (this.prober !== me) return;
+    this.prober = 0;
+    this.notify();
+  }
+
+  /** End every wait now; `closing`: close() started, so later backoffs are capped as well. */
+  wake(closing = false): void {
+    this.closing = this.closing || closing;
+    this.wakes += 1;
+    this.notify();
+  }
+
+  private notify(): void {
+    const waiters = [...this.waiters];
+    this.waiters.clear();
+    for (const w of waiters) w();
+  }
+
+  /** Resolves at the next notify, after `timeoutMs`, or at the abort; its timer never keeps the process alive. */
+  private changed(timeoutMs: number | undefined): Promise<void> {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      this.waiters.add(done);
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(done, timeoutMs);
+        timer.unref();
+      }
+    });
+  }
+}

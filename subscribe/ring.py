@@ -1,0 +1,238 @@
+"""The shared tail of one topic: the last records a live reader decoded, as ready SSE frames, that every
+subscriber of the topic reads through its own cursor (an index into the ring).
+
+One reader decodes and frames each record once, whatever the number of subscribers; a subscriber costs an
+index, and the bytes it is sent. Each frame's id is the reader's position after that record (`R(seq)`), so a
+subscriber that started at a position the ring has passed sends the same bytes as every other ("shared" mode).
+A subscriber that joins at a position inside the ring but not on one of its frames (it comes from catch-up,
+which read the log in another partition order) is "merging": until the ring has passed its own position in
+every partition, it skips what it already sent and its ids are max(own, R(seq)), made for it alone.
+
+Bounded by bytes (`capacity`): the oldest frames are dropped; a subscriber whose index falls off the start has
+fallen too far behind and is cut off (subscriber.py), and resumes from the log. Runs on the event loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from subscribe import position as pos
+from subscribe.filters import Filter
+
+COMPACT_AT = 4096
+
+
+@dataclass(slots=True)
+class Entry:
+    """One framed record as the reader hands it over."""
+
+    frame: bytes
+    id_len: int
+    partition: int
+    offset: int
+    event_type: str | None
+    value: Any
+
+
+@dataclass
+class View:
+    """What one subscriber reads: its type and filter, where it is, and (merging) its own position."""
+
+    event_type: str | None
+    filter: Filter | None
+    seq: int
+    last_id: bytes
+    own: list[int] | None = None  # merging: the subscriber's own position; None: shared
+
+    @property
+    def selective(self) -> bool:
+        return self.event_type is not None or self.filter is not None
+
+
+@dataclass
+class Chunk:
+    data: bytes
+    seq: int        # the next index after the chunk
+    last_id: bytes  # the position after the chunk (records skipped by type or filter included)
+    records: int
+
+
+@dataclass
+class Ring:
+    topic: str
+    start: pos.Cursor            # where the reader started: the position before the first frame
+    capacity: int                # bytes of frames kept
+    tag: bytes = b""
+    frames: list[bytes] = field(default_factory=list)
+    id_lens: list[int] = field(default_factory=list)
+    parts: list[int] = field(default_factory=list)
+    offs: list[int] = field(default_factory=list)
+    types: list[str | None] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)  # bytes from the ring's beginning to the end of each frame
+    head: int = 0                # list index of the oldest frame kept
+    first_seq: int = 0           # its sequence number
+    base: pos.Cursor = ()        # the position before the oldest frame kept
+    base_bytes: int = 0
+    tail: pos.Cursor = ()        # the reader's position after the newest frame (and past commit markers)
+    tail_id: bytes = b""
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _cache: dict[tuple[str | None, str | None], tuple[int, int, Chunk]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tag = pos.topic_tag(self.topic)
+        self.base = self.tail = tuple(self.start)
+        self.tail_id = pos.encode(self.tag, self.tail)
+
+    @property
+    def partitions(self) -> int:
+        return len(self.start)
+
+    @property
+    def next_seq(self) -> int:
+        return self.first_seq + len(self.frames) - self.head
+
+    @property
+    def tail_bytes(self) -> int:
+        return self.ends[-1] if len(self.ends) > self.head else self.base_bytes
+
+    def append(self, entries: Sequence[Entry], tail: pos.Cursor) -> None:
+        """Add a batch in the reader's order, move the tail, drop what is over capacity, wake the readers."""
+        total = self.tail_bytes
+        for e in entries:
+            total += len(e.frame)
+            self.frames.append(e.frame)
+            self.id_lens.append(e.id_len)
+            self.parts.append(e.partition)
+            self.offs.append(e.offset)
+            self.types.append(e.event_type)
+            self.values.append(e.value)
+            self.ends.append(total)
+        if tuple(tail) != self.tail:
+            self.tail = tuple(tail)
+            self.tail_id = pos.encode(self.tag, self.tail)
+        self._evict()
+        self.changed.set()
+        self.changed.clear()
+
+    def _evict(self) -> None:
+        over = self.tail_bytes - self.base_bytes - self.capacity
+        if over <= 0:
+            return
+        last = bisect_right(self.ends, self.base_bytes + over - 1, lo=self.head)  # frames ending within `over`
+        last = min(last, len(self.frames) - 1)  # the newest frame always stays
+        if last < self.head:
+            return
+        self.base = self._cursor_at(last)
+        self.base_bytes = self.ends[last]
+        self.first_seq += last + 1 - self.head
+        self.head = last + 1
+        if self.head >= COMPACT_AT and self.head * 2 >= len(self.frames):
+            for lst in (self.frames, self.id_lens, self.parts, self.offs, self.types, self.values, self.ends):
+                del lst[:self.head]
+            self.head = 0
+
+    def _id_at(self, i: int) -> bytes:
+        return self.frames[i][4:4 + self.id_lens[i]]
+
+    def _cursor_at(self, i: int) -> pos.Cursor:
+        return pos.decode_shared(self._id_at(i))
+
+    def holds(self, cursor: Sequence[int]) -> bool:
+        """Whether a subscriber at `cursor` can read on from the ring (nothing it lacks was dropped)."""
+        return pos.covers(cursor, self.base)
+
+    def lag(self, seq: int) -> int | None:
+        """Bytes of frames from `seq` to the tail; None when `seq` was dropped."""
+        if seq < self.first_seq:
+            return None
+        i = self.head + seq - self.first_seq
+        before = self.base_bytes if i == self.head else self.ends[i - 1]
+        return self.tail_bytes - before
+
+    def join(self, cursor: Sequence[int], event_type: str | None, filt: Filter | None) -> View:
+        """A view for a subscriber at `cursor` (`holds(cursor)` must be true): shared when it is the tail,
+        else merging from the first frame it may lack (binary search: R(seq) grows with seq)."""
+        c = tuple(cursor)
+        if c == self.tail:
+            return View(event_type, filt, self.next_seq, self.tail_id)
+        lo, hi = self.head, len(self.frames)  # first index whose position is not within c
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if pos.covers(c, self._cursor_at(mid)):
+                lo = mid + 1
+            else:
+                hi = mid
+        return View(event_type, filt, self.first_seq + lo - self.head, pos.encode(self.tag, c), own=list(c))
+
+    def read(self, view: View, max_bytes: int) -> Chunk | None:
+        """The frames after `view.seq` for this subscriber, up to about `max_bytes`; None when at the tail.
+        The caller checks `lag` first: `view.seq` must not have been dropped."""
+        i = self.head + view.seq - self.first_seq
+        n = len(self.frames)
+        if i >= n:  # at the tail: the reader's position (past commit markers too) is this subscriber's
+            if view.own is None or pos.covers(self.tail, view.own):
+                view.own = None  # merging ends once the reader has passed every partition
+                view.last_id = self.tail_id
+            return None
+        before = self.base_bytes if i == self.head else self.ends[i - 1]
+        j = max(i + 1, bisect_right(self.ends, before + max_bytes, lo=i, hi=n))
+        if view.own is not None:
+            return self._read_merging(view, i, j)
+        key = (view.event_type, view.filter.text if view.filter else None)
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == view.seq and cached[1] == j - i:
+            chunk = cached[2]
+        else:
+            chunk = self._read_shared(view, i, j)
+            self._cache[key] = (view.seq, j - i, chunk)
+        view.seq, view.last_id = chunk.seq, chunk.last_id
+        return chunk
+
+    def _read_shared(self, view: View, i: int, j: int) -> Chunk:
+        if not view.selective:
+            data = b"".join(self.frames[i:j])
+            count = j - i
+        else:
+            t, f, types, values = view.event_type, view.filter, self.types, self.values
+            picked = [self.frames[k] for k in range(i, j)
+                      if (t is None or types[k] == t) and (f is None or f.matches(values[k]))]
+            data, count = b"".join(picked), len(picked)
+        return Chunk(data, view.seq + (j - i), self._id_at(j - 1), count)
+
+    def _read_merging(self, view: View, i: int, j: int) -> Chunk:
+        own = view.own
+        assert own is not None
+        out: list[bytes] = []
+        t, f = view.event_type, view.filter
+        k = i
+        while k < j:
+            r = self._cursor_at(k)
+            p, o = self.parts[k], self.offs[k]
+            if o >= own[p]:
+                own[p] = o + 1
+                if (t is None or self.types[k] == t) and (f is None or f.matches(self.values[k])):
+                    body = self.frames[k][4 + self.id_lens[k] + 7:-2]
+                    out.append(b"id: " + pos.encode(self.tag, _max(own, r)) + b"\ndata: " + body + b"\n\n")
+            k += 1
+            if pos.covers(r, own):
+                view.own = None
+                view.last_id = self._id_at(k - 1)
+                break
+        if view.own is not None:
+            view.last_id = pos.encode(self.tag, _max(own, self._cursor_at(k - 1)))
+        view.seq += k - i
+        chunk = Chunk(b"".join(out), view.seq, view.last_id, len(out))
+        if view.own is None and k < j:  # the rest of the range is shared
+            rest = self._read_shared(view, k, j)
+            view.seq, view.last_id = rest.seq, rest.last_id
+            chunk = Chunk(chunk.data + rest.data, rest.seq, rest.last_id, chunk.records + rest.records)
+        return chunk
+
+
+def _max(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    return [x if x >= y else y for x, y in zip(a, b, strict=True)]

@@ -1,0 +1,82 @@
+"""common/avro_frame.py: the frame, and decoding with writer schemas fetched by id (a fake registry for the unit
+tests, the real registry for one round trip)."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from typing import Any
+
+import fastavro
+import pytest
+
+from common.avro_frame import FrameError, WriterSchemas, frame, read_body, schema_id_of
+from common.registry_client import RegistryClient, RegistryClientError
+
+SCHEMA = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "string"}, {"name": "n", "type": "long"}]}
+
+
+def body(record: dict[str, Any], schema: Any = SCHEMA) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), record)
+    return out.getvalue()
+
+
+class FakeRegistry(RegistryClient):
+    """Answers `GET /schemas/ids/<id>` from a dict and counts the calls."""
+
+    def __init__(self, schemas: dict[int, Any]) -> None:
+        super().__init__("http://fake")
+        self.schemas = schemas
+        self.calls = 0
+
+    def call(self, method: str, path: str, body: Any = None, **query: Any) -> Any:
+        self.calls += 1
+        sid = int(path.rsplit("/", 1)[1])
+        if sid not in self.schemas:
+            raise RegistryClientError(404, 40403, "Schema not found")
+        return {"schema": json.dumps(self.schemas[sid])}
+
+
+@pytest.mark.unit
+def test_frame_and_schema_id_round_trip() -> None:
+    framed = frame(70000, b"body")
+    assert framed[:5] == b"\x00\x00\x01\x11\x70" and framed[5:] == b"body"
+    assert schema_id_of(framed) == 70000
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("value", [b"", b"\x00\x00\x00", b"\x01\x00\x00\x00\x01body", b"{\"json\": 1}"])
+def test_values_that_are_not_framed_raise_frame_error(value: bytes) -> None:
+    with pytest.raises(FrameError, match="not Confluent-framed"):
+        schema_id_of(value)
+
+
+@pytest.mark.unit
+def test_decode_fetches_each_writer_schema_once() -> None:
+    registry = FakeRegistry({7: SCHEMA})
+    schemas = WriterSchemas(registry)
+    for n in range(3):
+        assert schemas.decode(frame(7, body({"a": "x", "n": n}))) == {"a": "x", "n": n}
+    assert registry.calls == 1
+    assert schemas.raw(7) == SCHEMA
+
+
+@pytest.mark.unit
+def test_unknown_ids_and_unreadable_bodies_raise() -> None:
+    schemas = WriterSchemas(FakeRegistry({7: SCHEMA}))
+    with pytest.raises(RegistryClientError) as caught:
+        schemas.decode(frame(8, b""))
+    assert caught.value.not_found
+    with pytest.raises(FrameError, match="does not read"):
+        schemas.decode(frame(7, b"\x06ab"))  # a string of 3 bytes with 2 present, then no long
+    with pytest.raises(FrameError, match="does not read"):
+        read_body(b"", fastavro.parse_schema(SCHEMA))
+
+
+@pytest.mark.integration
+def test_decode_with_the_real_registry(registry_url: str) -> None:
+    schema = {**SCHEMA, "name": f"R{uuid.uuid4().hex[:8]}"}
+    sid = RegistryClient(registry_url).register(f"test-frame-{uuid.uuid4().hex[:8]}", json.dumps(schema))
+    assert WriterSchemas(registry_url).decode(frame(sid, body({"a": "é", "n": -1}, schema))) == {"a": "é", "n": -1}

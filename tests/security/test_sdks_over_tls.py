@@ -1,0 +1,143 @@
+"""Each SDK (Python, Go, TypeScript) against a real gateway serving HTTPS with a private CA's certificate, the CA
+given as its `ca_bundle` (protocol.md §1): every event acknowledged and committed once per seq; without the CA
+the certificate is refused and nothing is delivered."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import headwater
+import pytest
+
+from gateway.auth import hash_key
+from tests.certs import TestCA
+from tests.conftest import free_port
+from tests.kafka_helpers import end_offsets
+from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+WRITE_KEY = "hw_tls_sdks_" + "k" * 24
+COUNT = 500
+GO = shutil.which("go") or "/usr/local/go/bin/go"
+NODE_PRODUCER = REPO / "sdk-typescript" / "build" / "test" / "fixtures" / "produce.js"
+
+
+class TlsGateway:
+    """A real `python -m gateway` on HTTPS (certificate for `localhost` from a test CA)."""
+
+    def __init__(self, url: str, ca: Path, env: dict[str, str]) -> None:
+        self.url, self.ca, self.env = url, ca, env
+
+
+@pytest.fixture(scope="module")
+def tls_gateway(bootstrap: str, registry_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsGateway]:
+    folder = tmp_path_factory.mktemp("tls-sdks")
+    ca = TestCA(folder / "ca")
+    server = ca.issue("gateway")
+    port = free_port()
+    env = {**os.environ, "KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url,
+           "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{hash_key(WRITE_KEY)}", "HEADWATER_GATEWAY_PORT": str(port),
+           "HEADWATER_GATEWAY_WORKERS": "1", "HEADWATER_GATEWAY_TLS_CERT": str(server.cert),
+           "HEADWATER_GATEWAY_TLS_KEY": str(server.key),
+           "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"tls-sdks-{uuid.uuid4().hex[:8]}"}
+    url = f"https://localhost:{port}"
+    context = ssl.create_default_context(cafile=str(ca.pem))
+    log = folder / "gateway.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "gateway"], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                cwd=REPO)
+    def ready() -> bool:
+        try:
+            with urllib.request.urlopen(url + "/readyz", timeout=2, context=context) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    def alive() -> None:
+        assert proc.poll() is None, log.read_text()[-3000:]
+
+    try:
+        wait_for("the TLS gateway's /readyz", ready, 180, interval_s=0.3, alive=alive)
+        yield TlsGateway(url, ca.pem, {"KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url})
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    assert WRITE_KEY not in log.read_text()
+
+
+def _page_view(i: int, run: str) -> dict[str, object]:
+    return {"url": f"https://shop.example.com/p/{i}", "path": f"/p/{i}", "referrer": None, "title": run,
+            "user_agent": "headwater-tls-test", "user_id": f"u-{i % 97}", "session_id": run,
+            "viewport": {"width": 1280, "height": 720, "device_pixel_ratio": 1.0}, "locale": "en-GB", "utm": {},
+            "load_time_ms": 12.5, "experiment_ids": []}
+
+
+def _exactly_once(gw: TlsGateway, producer_id: str, start: dict[int, int]) -> None:
+    by_seq = arrived(gw.env, producer_id, COUNT, start)
+    assert sorted(by_seq) == list(range(COUNT))
+    assert all(len(ids) == 1 for ids in by_seq.values())
+
+
+def _sdk_env(gw: TlsGateway, spool: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("HEADWATER_") and k not in ("GATEWAY_URL", "REGISTRY_URL", "SSL_CERT_FILE")}
+    return {**env, "HEADWATER_ENDPOINT": gw.url, "HEADWATER_WRITE_KEY": WRITE_KEY, "HEADWATER_SPOOL_DIR": str(spool),
+            "HEADWATER_LINGER_S": "0.01", "HEADWATER_MAX_QUEUE_EVENTS": "20000", **extra}
+
+
+def test_python_sdk_over_tls(tls_gateway: TlsGateway) -> None:
+    start = end_offsets(tls_gateway.env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
+    run = f"run-{uuid.uuid4()}"
+    client = headwater.Client(tls_gateway.url, WRITE_KEY, ca_bundle=str(tls_gateway.ca), linger_s=0.01)
+    for i in range(COUNT):
+        client.track("page_view", _page_view(i, run))
+    assert client.close(60) is True
+    _exactly_once(tls_gateway, str(client.producer_id), start)
+
+
+def test_python_sdk_refuses_the_certificate_without_the_ca(tls_gateway: TlsGateway) -> None:
+    errors: list[Exception] = []
+    client = headwater.Client(tls_gateway.url, WRITE_KEY, linger_s=0.001, retry_base_s=0.005, retry_max_s=0.02,
+                              retry_deadline_s=0.5, on_error=errors.append)
+    client.track("page_view", _page_view(0, "no-ca"))
+    assert client.close(10) is False
+    assert any("certificate" in str(e).lower() for e in errors), errors
+
+
+def test_go_sdk_over_tls(tls_gateway: TlsGateway, tmp_path: Path) -> None:
+    binary = tmp_path / "headwater-produce"
+    subprocess.run([GO, "build", "-o", str(binary), "./cmd/headwater-produce"], cwd=REPO / "sdk-go", check=True,
+                   timeout=600, env={**os.environ, "GOTOOLCHAIN": "local"})
+    start = end_offsets(tls_gateway.env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
+    env = _sdk_env(tls_gateway, tmp_path / "spool", HEADWATER_CA_BUNDLE=str(tls_gateway.ca))
+    done = subprocess.run([str(binary), "-events", str(COUNT), "-goroutines", "4", "-run", f"run-{uuid.uuid4()}"],
+                          env=env, capture_output=True, text=True, timeout=400, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["close_error"] is None and result["acknowledged"] == COUNT, result
+    _exactly_once(tls_gateway, result["producer_id"], start)
+
+
+def test_typescript_sdk_over_tls(tls_gateway: TlsGateway, tmp_path: Path) -> None:
+    if shutil.which("node") is None or not NODE_PRODUCER.exists():
+        pytest.fail(f"{NODE_PRODUCER} is missing: run `make setup` (it builds the TypeScript SDK)")
+    start = end_offsets(tls_gateway.env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
+    env = _sdk_env(tls_gateway, tmp_path / "spool", HEADWATER_CA_BUNDLE=str(tls_gateway.ca))
+    done = subprocess.run(["node", str(NODE_PRODUCER), tls_gateway.url, WRITE_KEY, str(tmp_path / "spool"),
+                           str(COUNT), f"run-{uuid.uuid4()}", "send"], env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["delivered"] and result["metrics"]["acknowledged"] == COUNT, result
+    _exactly_once(tls_gateway, result["producer_id"], start)
