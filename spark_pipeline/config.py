@@ -54,6 +54,9 @@ class PipelineConfig:
     realtime_batch: str = "5 minutes"
     realtime_fetch_wait_ms: int = 100
     metrics_port: int = 9464  # 0: no /metrics endpoint
+    # How the built-in live aggregates run: "microbatch" (over the events topic) or "realtime" (Spark's real-time
+    # mode over the shared enriched stream, which then runs even with rules off).
+    live_mode: str = "microbatch"
     # Credentials (common/kafka_security.py, common/registry_access.py): the pipeline's own, or with the
     # component RULES, the rule administrator's (`rules` commands), each from HEADWATER_<COMPONENT>_... first.
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
@@ -112,6 +115,7 @@ class PipelineConfig:
             realtime_batch=_duration(env, "HEADWATER_REALTIME_BATCH", d.realtime_batch),
             realtime_fetch_wait_ms=_int(env, "HEADWATER_REALTIME_FETCH_WAIT_MS", d.realtime_fetch_wait_ms),
             metrics_port=_port(env, "HEADWATER_PIPELINE_METRICS_PORT", d.metrics_port),
+            live_mode=_choice(env, "HEADWATER_LIVE_MODE", d.live_mode, LIVE_MODES),
             kafka_security=security,
             registry_access=access,
         )
@@ -161,6 +165,16 @@ def duration_ms(value: str) -> int:
     if not match:
         raise ConfigError(f"{value!r}: expected '<n> seconds|minutes|hours'")
     return int(match.group(1)) * _UNIT_MS[match.group(2)]
+
+
+LIVE_MODES = ("microbatch", "realtime")
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = env.get(name, "").strip().lower() or default
+    if raw not in choices:
+        raise ConfigError(f"{name}={raw!r}: expected one of {', '.join(choices)}")
+    return raw
 
 
 def _port(env: Mapping[str, str], name: str, default: int) -> int:

@@ -119,14 +119,19 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
     inventory = enrich.read_inventory(spark, cfg.nodes_file).cache()
     wanted = QUERY_GROUPS[group]
 
+    live_realtime = cfg.live_mode == "realtime" and enriched_schema_id is not None
+
     def ck(writer: DataStreamWriter, name: str, trigger: str) -> StreamingQuery:
         # A query's thread inherits the local properties set when it starts: its scheduler pool.
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", "live" if name in LIVE_QUERIES else "files")
-        if removed := clear_interrupted_first_batch(spark, join(out.checkpoints, name)):
+        realtime = name in REALTIME_QUERIES or (name == "aggregates_live" and live_realtime)
+        # A real-time live query reads another topic than the micro-batch one: a checkpoint of its own.
+        folder = f"{name}_realtime" if realtime and name not in REALTIME_QUERIES else name
+        if removed := clear_interrupted_first_batch(spark, join(out.checkpoints, folder)):
             log.warning("query %s: removed %s, left by its first batch's interrupted log write", name, removed)
         with query_conf(spark, query_settings(name, trigger, available_now)):
-            if name in REALTIME_QUERIES:
-                writer = writer.queryName(name).option("checkpointLocation", join(out.checkpoints, name))
+            if realtime:
+                writer = writer.queryName(name).option("checkpointLocation", join(out.checkpoints, folder))
                 return writer.trigger(realTime=trigger).start()  # type: ignore[call-overload,no-any-return]
             return load.checkpointed(writer, out.checkpoints, name, trigger, available_now).start()
 
@@ -139,6 +144,13 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
         enriched = enrich.enrich(streams(None)[1], inventory).withColumn("date", F.to_date("event_time"))
         return load.parquet_sink(enriched, out.events, ["date"])
 
+    def live() -> DataFrame:
+        if not live_realtime:
+            return streams()[2]
+        # Real-time mode: the windows over the shared enriched stream (decoded, deduplicated, enriched once).
+        start = "latest" if cfg.starting_offsets == "latest" else "earliest"
+        return aggregate.windowed_aggregates(shared.read_enriched(spark, cfg, start, realtime=True))
+
     def final() -> DataStreamWriter:
         return load.parquet_sink(streams()[2].withColumn("date", F.to_date("window_start")), out.aggregates_final,
                                  ["date"])
@@ -147,9 +159,9 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
         "events": (events, cfg.file_trigger),
         "deadletter": (lambda: load.parquet_sink(decode.dead_letters(streams(None)[0]), out.deadletter, ["date"]),
                        cfg.file_trigger),
-        "aggregates_live": (lambda: load.live_aggregates_sink(streams()[2], cfg.bootstrap, cfg.aggregates_topic,
+        "aggregates_live": (lambda: load.live_aggregates_sink(live(), cfg.bootstrap, cfg.aggregates_topic,
                                                               aggregate_schema_id, cfg.kafka_security),
-                            cfg.live_trigger),
+                            cfg.realtime_batch if live_realtime else cfg.live_trigger),
         "aggregates_final": (final, cfg.file_trigger),
         "loss_audit": (lambda: load.parquet_sink(loss_audit_stream(decode.events(streams()[0]), cfg.loss_grace_ms),
                                                  out.loss_audit, ["date"]), cfg.file_trigger),
@@ -175,7 +187,7 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
     # the shared enriched stream the `enriched` query writes.
     with_rules = not available_now and group != "files" and runtime.enabled(os.environ)
     enriched_id = None
-    if with_rules:
+    if with_rules or (cfg.live_mode == "realtime" and not available_now and group != "files"):
         shared.ensure_topic(cfg)
         enriched_id = registry.register(shared.subject(cfg), shared.ENRICHED_SCHEMA_JSON)
     rules = runtime.maybe_start(spark, cfg, os.environ) if with_rules else None

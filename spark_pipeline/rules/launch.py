@@ -154,7 +154,7 @@ class SparkLauncher:
             assert self._context is not None
             member = Member(rule, placement.plan, packed.schema, self._context.number)
             log.info("rule %s version %d: realtime tier (%s)", rule.name, rule.version, placement.reason)
-            return Started(self.pack_of(member).add(member), packed.schema, fresh)
+            return Started(self.pack_of(member).add(member), packed.schema, fresh, placement.tier, placement.reason)
         log.info("rule %s version %d: microbatch tier (%s)", rule.name, rule.version, placement.reason)
         if removed := clear_interrupted_first_batch(self.spark, location):
             log.warning("rule %s: removed %s, left by its first batch's interrupted log write", rule.name, removed)
@@ -166,7 +166,8 @@ class SparkLauncher:
         # The mode the analysis chose: aggregations in update mode (a window re-emitted as it grows, keyed: the
         # latest record per key is the result); filters, routing and time-bounded joins in append mode.
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", POOL)
-        return Started(writer.outputMode(rule.output_mode).start(), df.schema, fresh)
+        return Started(writer.outputMode(rule.output_mode).start(), df.schema, fresh, placement.tier,
+                       placement.reason)
 
     def pack_of(self, member: Member) -> Pack:
         """The stateless pack, or the aggregation pack of the member's signature (made on first use)."""

@@ -48,6 +48,8 @@ class Started:
     query: Any  # a pyspark StreamingQuery
     schema: StructType  # the rule's result columns (before encoding)
     fresh_start: bool  # a new checkpoint while one of an older version existed
+    tier: str | None = None  # where it runs (`tiers.REALTIME`, `tiers.MICROBATCH`) and why
+    tier_reason: str | None = None
 
 
 class Launcher(Protocol):
@@ -107,6 +109,8 @@ class Slot:
     changed: bool = True
     busy_since: float | None = None  # when the manager first saw the current micro-batch running
     busy_batch: int | None = None  # the last finished batch id then
+    tier: str | None = None
+    tier_reason: str | None = None
 
 
 def _now() -> float:
@@ -272,6 +276,7 @@ class RuleManager:
             self._fail(slot, error_chain(exc))
             return
         slot.query, slot.schema, slot.started_at = started.query, started.schema, self.clock()
+        slot.tier, slot.tier_reason = started.tier, started.tier_reason
         slot.state, slot.error, slot.retry_at, slot.changed = "starting", None, None, True
         if started.fresh_start:
             slot.fresh_start = True
@@ -395,7 +400,7 @@ class RuleManager:
     def status(self, slot: Slot) -> RuleStatus:
         return RuleStatus(name=slot.rule.name, version=slot.rule.version, state=slot.state, error=slot.error,
                           rows_per_s=round(slot.rows_per_s, 3), last_batch_at=slot.last_batch_at, lag=slot.lag,
-                          fresh_start=slot.fresh_start,
+                          fresh_start=slot.fresh_start, tier=slot.tier, tier_reason=slot.tier_reason,
                           retry_at=int(slot.retry_at * 1000) if slot.retry_at is not None else None,
                           updated_at=int(self.clock() * 1000))
 

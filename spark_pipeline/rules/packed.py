@@ -206,8 +206,13 @@ class PackedRule:
 
     @property
     def lastProgress(self) -> Any:
+        """The pack query's last progress; while its first real-time batch runs (it reports only at its end, after
+        HEADWATER_REALTIME_BATCH), a report of batch -1: the query runs and processes records as they come."""
         q = self.pack.query()
-        return None if q is None or self.pack.status(self.rule.name)[1] is not None else q.lastProgress
+        if q is None or self.pack.status(self.rule.name)[1] is not None:
+            return None
+        progress = q.lastProgress
+        return progress if progress is not None or not q.isActive else {"batchId": -1}
 
     @property
     def recentProgress(self) -> list[Any]:

@@ -27,7 +27,7 @@ class FakeQuery:
     runId: str = field(default_factory=lambda: str(time.monotonic_ns()))
     isActive: bool = True
     error: object | None = None
-    lastProgress: dict[str, Any] = field(default_factory=lambda: {"batchId": 3})
+    lastProgress: dict[str, Any] | None = field(default_factory=lambda: {"batchId": 3})
     recentProgress: list[dict[str, Any]] = field(default_factory=list)
 
     def exception(self) -> object | None:
@@ -96,6 +96,8 @@ def test_rules_added_together_start_one_query(pack: Pack, starter: Starter) -> N
     assert [v.name for v in views] == ["rule.a.v1", "rule.b.v1", "rule.c.v1"]
     assert all(v.isActive and v.exception() is None and v.runId == starter.started[0].runId for v in views)
     assert views[0].lastProgress == {"batchId": 3}
+    starter.started[0].lastProgress = None  # inside its first real-time batch: running, no report yet
+    assert views[0].lastProgress == {"batchId": -1}
 
 
 def test_a_removed_rule_restarts_the_query_without_it(pack: Pack, starter: Starter) -> None:

@@ -61,7 +61,8 @@ MICROBATCH = {
     "sliding": ("SELECT window(event_time, '2 minutes', '1 minute') AS w, count(*) AS n FROM events "
                 "GROUP BY window(event_time, '2 minutes', '1 minute')", "sliding window"),
     "divide": ("SELECT event_id, seq / seq AS one FROM events", "division by a value that may be zero"),
-    "regex": ("SELECT event_id FROM events WHERE event_type RLIKE node_id", "computed pattern"),
+    # The sandbox gate runs first, over the realtime views: what it refuses never reaches a tier (nor runs).
+    "regex": ("SELECT event_id FROM events WHERE event_type RLIKE node_id", "a regex pattern must be a constant"),
     "reads": ("SELECT * FROM rule_route", "reads the output of rule route"),
 }
 
@@ -122,7 +123,13 @@ def batch_views(spark: SparkSession) -> DataFrame:
     rows = shared.enriched_rows(aggregate.deduplicate(decode.events(decode.decode(decode.frame(raw), snapshot,
                                                                                   strict=False))),
                                 enrich.read_inventory(session, None))
-    base = aggregate.with_watermark(rows.cache(), "30 seconds")
+    # A batch drops withWatermark: mark event_time as the stream's watermark does (what placement looks for).
+    from pyspark.sql import functions as F
+
+    from spark_pipeline.rules.aggregates import WATERMARK_KEY
+
+    base = rows.cache().withColumn("event_time", F.col("event_time").alias("event_time",
+                                                                         metadata={WATERMARK_KEY: 30_000}))
     register_views(session, base, snapshot, {}, bootstrap="127.0.0.1:9")
     return base
 
