@@ -27,10 +27,10 @@ from spark_pipeline.rules import cli, runtime
 from spark_pipeline.rules.model import Rule, RuleStatus
 from spark_pipeline.rules.store import RuleStore
 from spark_pipeline.rules.tiers import Placement
-from tests.conftest import free_port
-from tests.kafka_helpers import consume_all, end_offsets
 from tests.sdk_events import Decoder
 from tests.spark_pipeline.truth import new_topic
+from tests.support.kafka import consume_all, end_offsets
+from tests.support.ports import free_port
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -240,6 +240,7 @@ def test_a_rule_applied_while_events_flow_equals_an_independent_count(pipeline: 
     p = pipeline
     status = p.wait_state(counts.name, "running")
     assert (status.version, status.fresh_start, status.error) == (counts.version, False, None)
+    assert status.tier == "realtime" and "windowed aggregation" in (status.tier_reason or "")  # `rules list` says
     wait_for(f"{counts.topic} to equal the counts of the {len(p.sender.sent)} events sent",
              lambda: converged(p, counts))
     assert p.builtin_active()
@@ -296,6 +297,7 @@ def test_a_rule_failing_at_run_time_is_isolated_and_retried(pipeline: Pipeline, 
     placement = p.placement(name)
     assert placement.tier == "microbatch" and "CAST(string AS int) may fail" in placement.reason
     failed = p.wait_state(name, "failed")
+    assert failed.tier == "microbatch" and "may fail" in (failed.tier_reason or "")
     assert failed.error is not None and "CAST_INVALID_INPUT" in failed.error and "\n" not in failed.error
     assert failed.retry_at is not None and failed.retry_at > failed.updated_at
 

@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.spark
 
-PRODUCERS = "('11111111-1111-4111-8111-111111111111', '22222222-2222-4222-8222-222222222222')"
+NODES = "('node-0001', 'node-0002', 'node-0007')"  # nodes of the generated events (bench.spark.generate)
 REALTIME = {
-    "route": "SELECT event_id, created_at, event_type FROM events WHERE producer_id IN " + PRODUCERS,
+    "route": "SELECT event_id, created_at, event_type FROM events WHERE node_id IN " + NODES,
     "typed": "SELECT event_id, path, load_time_ms * 2 AS doubled FROM page_view WHERE path LIKE '/p/1%'",
     "texts": "SELECT event_id, upper(region) AS region, concat(node_id, '/', event_type) AS label, "
              "metric_value / 10 AS tenth FROM events WHERE metric_value >= 100.0 AND region <> 'unknown'",
