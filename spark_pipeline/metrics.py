@@ -38,10 +38,15 @@ def now_ms() -> Column:
 def observe_latency(df: DataFrame, created_ms: Column, counts: Mapping[str, Column] | None = None) -> DataFrame:
     """`df` observed per batch: latency from `created_ms` to this point (p50, p99, max, in ms), rows, and one
     count per `counts` entry (a condition)."""
-    latency = now_ms() - created_ms
+    # The clock is read in a projection: observe() evaluates its expressions without initialising
+    # non-deterministic ones such as reflect() (Spark fails the task: "should be initialized before eval").
+    column = "_headwater_latency_ms"
+    timed = df.withColumn(column, now_ms() - created_ms)
+    latency = F.col(column)
     extra = [F.count_if(cond).alias(f"count:{name}") for name, cond in (counts or {}).items()]
-    return df.observe(LATENCY_METRICS, F.percentile_approx(latency, [0.5, 0.99], 200).alias("latency_ms"),
-                      F.max(latency).alias("latency_max_ms"), F.count(F.lit(1)).alias("rows"), *extra)
+    observed = timed.observe(LATENCY_METRICS, F.percentile_approx(latency, [0.5, 0.99], 200).alias("latency_ms"),
+                             F.max(latency).alias("latency_max_ms"), F.count(F.lit(1)).alias("rows"), *extra)
+    return observed.drop(column)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from bench.rules.common import Running, apply_rule, log, quiet, records, wait
 from bench.spark.generate import Encoder, generate, produce
 from common.avro_frame import WriterSchemas
 from common.kafka_read import read_to_end, topic_end_offsets
+from common.registry_client import RegistryClient
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules.store import RuleStore
 
@@ -62,7 +63,7 @@ class Rounds:
         self.names: list[str] = []
         self.topics: list[str] = []
         self.next_ms = 0  # event times of the next burst start here (each burst in windows of its own)
-        self.schemas = WriterSchemas(pipeline.cfg.registry_url)
+        self.schemas = WriterSchemas(RegistryClient.of(pipeline.cfg.registry_url, pipeline.cfg.registry_access))
 
     @property
     def cfg(self) -> PipelineConfig:

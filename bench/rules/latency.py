@@ -25,6 +25,7 @@ from bench.spark.generate import generate
 from bench.spark.latency import regions
 from common.avro_frame import WriterSchemas
 from common.kafka_read import topic_end_offsets
+from common.registry_client import RegistryClient
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules.model import Rule
 from spark_pipeline.rules.store import RuleStore
@@ -240,7 +241,8 @@ def run(pipeline: Running, env: dict[str, str], store: RuleStore, *, rate: int, 
         drain: float, many: int) -> dict[str, Any]:
     """The latency phase (module doc); the pipeline keeps running (the caller stops it)."""
     sender = Sender(env, pipeline.cfg, rate)
-    phase = Phase(pipeline, sender, store, WriterSchemas(pipeline.cfg.registry_url), drain)
+    schemas = WriterSchemas(RegistryClient.of(pipeline.cfg.registry_url, pipeline.cfg.registry_access))
+    phase = Phase(pipeline, sender, store, schemas, drain)
     sender.start()
     result: dict[str, Any] = {"rate": rate, "seconds": seconds}
     try:
