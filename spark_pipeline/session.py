@@ -21,10 +21,12 @@ NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 FILESYSTEM_CHECKPOINT_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
                                  "FileSystemBasedCheckpointFileManager")
 # Task slots of a local session. A real-time query holds one task per Kafka partition it reads and one per shuffle
-# partition for as long as it runs (the shared enriched stream: 6 + 1 on the stack's events topic; each rule pack
-# 1-2), and the micro-batch queries need slots beside them. The slots are threads, mostly waiting on Kafka: the
-# number of cores is not the bound (SPARK_MASTER overrides it).
-DEFAULT_MASTER = "local[16]"
+# partition for as long as it runs (the shared enriched stream: 6 + 1 on the stack's events topic; the real-time
+# live aggregates 2; each rule pack 1-2), and a real-time query is admitted only when all of its tasks can start at
+# once (16 slots refused the live aggregates beside the others on the stack: "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT").
+# The micro-batch queries need slots beside them. The slots are threads, mostly waiting on Kafka: the number of
+# cores is not the bound (SPARK_MASTER overrides it).
+DEFAULT_MASTER = "local[32]"
 
 
 class ConnectorJarsMissing(RuntimeError):

@@ -37,9 +37,14 @@ def new_topic(bootstrap: str, prefix: str, partitions: int = 3) -> str:
     return name
 
 
+FAILED: list[BaseException] = []  # what stopped a pipeline: every wait gives up at once
+
+
 def wait(what: str, check: Callable[[], Any], timeout_s: float) -> Any:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if FAILED:
+            raise RuntimeError(f"the pipeline stopped while waiting for {what}") from FAILED[0]
         if value := check():
             return value
         time.sleep(0.2)
@@ -74,7 +79,9 @@ class Running:
         try:
             job.run(self.cfg, spark=self.spark, group="live")
         except BaseException as exc:
+            log.exception("the pipeline stopped")
             self.errors.append(exc)
+            FAILED.append(exc)
 
     def builtin(self, name: str) -> Any:
         return next((q for q in self.spark.streams.active if q.name == name and q.isActive), None)
