@@ -187,7 +187,7 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
     # the shared enriched stream the `enriched` query writes.
     with_rules = not available_now and group != "files" and runtime.enabled(os.environ)
     enriched_id = None
-    if with_rules or (cfg.live_mode == "realtime" and not available_now and group != "files"):
+    if (with_rules and cfg.rules_realtime) or (cfg.live_mode == "realtime" and not available_now and group != "files"):
         shared.ensure_topic(cfg)
         enriched_id = registry.register(shared.subject(cfg), shared.ENRICHED_SCHEMA_JSON)
     rules = runtime.maybe_start(spark, cfg, os.environ) if with_rules else None

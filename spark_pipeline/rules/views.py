@@ -69,12 +69,17 @@ def pipeline_events(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSn
     """The pipeline's decoded, deduplicated, enriched event rows (`shared.COLUMNS`).
 
     Streaming: the shared enriched stream (`shared.read_enriched`: the internal topic the built-in query `enriched`
-    writes, watermarked; `realtime` for a real-time query, `starting_offsets` for a new checkpoint). Batch: the
+    writes, watermarked; `realtime` for a real-time query, `starting_offsets` for a new checkpoint), or with
+    `rules_realtime` off the events topic read by the rule itself (from `cfg.starting_offsets`). Batch: the
     events topic itself decoded, deduplicated exactly and enriched the same way (from the records written at or
     after `since_ms`, epoch ms, when given), which the CLI tests rules on.
     """
-    if streaming:
+    if streaming and cfg.rules_realtime:
         return shared.read_enriched(spark, cfg, starting_offsets, realtime=realtime)
+    if streaming:  # HEADWATER_RULES_REALTIME=0: the rule reads, decodes, deduplicates and enriches on its own
+        decoded = decode.decode(decode.frame(extract.kafka_stream(spark, cfg)), snapshot, strict=True)
+        watermarked = aggregate.with_watermark(decode.events(decoded), cfg.lateness)
+        return shared.enriched_rows(aggregate.deduplicate(watermarked), inventory)
     raw = extract.kafka_batch(spark, cfg) if since_ms is None else (
         spark.read.format("kafka").options(**extract._kafka_options(cfg))
         .option("startingTimestamp", str(since_ms)).option("startingOffsetsByTimestampStrategy", "latest")
