@@ -57,9 +57,9 @@ class PipelineConfig:
     # How the built-in live aggregates run: "microbatch" (over the events topic) or "realtime" (Spark's real-time
     # mode over the shared enriched stream, which then runs even with rules off).
     live_mode: str = "microbatch"
-    # False: every rule runs in the micro-batch tier over its own read of the events topic (no shared enriched
-    # stream for the rules): the runtime before the real-time tier, kept as a fallback.
-    rules_realtime: bool = True
+    # True: the real-time tier and the shared enriched stream (docs/rules-runtime.md); False (the default until its
+    # figures are taken on a quiet host): every rule in the micro-batch tier over its own read of the events topic.
+    rules_realtime: bool = False
     # Credentials (common/kafka_security.py, common/registry_access.py): the pipeline's own, or with the
     # component RULES, the rule administrator's (`rules` commands), each from HEADWATER_<COMPONENT>_... first.
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
@@ -119,7 +119,7 @@ class PipelineConfig:
             realtime_fetch_wait_ms=_int(env, "HEADWATER_REALTIME_FETCH_WAIT_MS", d.realtime_fetch_wait_ms),
             metrics_port=_port(env, "HEADWATER_PIPELINE_METRICS_PORT", d.metrics_port),
             live_mode=_choice(env, "HEADWATER_LIVE_MODE", d.live_mode, LIVE_MODES),
-            rules_realtime=_choice(env, "HEADWATER_RULES_REALTIME", "1", _SWITCH) in ("1", "true", "yes", "on"),
+            rules_realtime=_choice(env, "HEADWATER_RULES_REALTIME", "0", _SWITCH) in ("1", "true", "yes", "on"),
             kafka_security=security,
             registry_access=access,
         )

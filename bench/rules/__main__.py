@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             events_topic=events_topic, output_dir=tempfile.mkdtemp(prefix="bench-rules-"), starting_offsets="latest",
             registry_poll_s=3600, aggregates_topic=new_topic(base.bootstrap, "bench.rules.aggregates"),
             enriched_topic=new_topic(base.bootstrap, "bench.rules.enriched", 1), live_mode=args.live_mode,
-            realtime_batch=args.realtime_batch, lateness="2 minutes", metrics_port=0)
+            realtime_batch=args.realtime_batch, lateness="2 minutes", metrics_port=0, rules_realtime=True)
 
     try:
         if not args.skip_latency:

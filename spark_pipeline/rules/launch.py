@@ -106,7 +106,7 @@ class SparkLauncher:
     def place(self, rule: Rule, snapshot: SchemaSnapshot) -> tuple[Placement, DataFrame | None]:
         """The rule's tier, and for the realtime tier its DataFrame over the realtime views."""
         if not self.cfg.rules_realtime:
-            return Placement(MICROBATCH, "the real-time tier is off (HEADWATER_RULES_REALTIME=0)"), None
+            return Placement(MICROBATCH, "the real-time tier is off (HEADWATER_RULES_REALTIME=1 turns it on)"), None
         if reads := sorted(referenced_rules(rule.sql)):
             return Placement(MICROBATCH, f"reads the output of rule {reads[0]} (another topic)"), None
         ctx = self.context(snapshot)

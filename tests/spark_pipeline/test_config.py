@@ -26,8 +26,8 @@ def test_defaults_and_stack_env_names(tmp_path: Path) -> None:
     assert PipelineConfig.from_env({}).max_offsets_per_trigger == 200_000
     assert PipelineConfig.from_env({}).live_mode == "microbatch"
     assert PipelineConfig.from_env({"HEADWATER_LIVE_MODE": "RealTime"}).live_mode == "realtime"
-    assert PipelineConfig.from_env({}).rules_realtime
-    assert not PipelineConfig.from_env({"HEADWATER_RULES_REALTIME": "0"}).rules_realtime
+    assert not PipelineConfig.from_env({}).rules_realtime
+    assert PipelineConfig.from_env({"HEADWATER_RULES_REALTIME": "1"}).rules_realtime
 
 
 @pytest.mark.parametrize(("root", "expected"), [

@@ -186,7 +186,7 @@ def pipeline(spark: SparkSession, stack_env: dict[str, str], tmp_path_factory: p
                          aggregates_topic=new_topic(bootstrap, "test.rules.aggregates"), output_dir=str(out),
                          lateness="10 minutes", registry_poll_s=3, starting_offsets=offsets,
                          enriched_topic=f"test.rules.enriched.{uuid.uuid4().hex[:10]}", metrics_port=free_port(),
-                         realtime_batch="5 seconds")
+                         realtime_batch="5 seconds", rules_realtime=True)
     with pytest.MonkeyPatch.context() as mp:
         for key, value in {"HEADWATER_RULE_STARTING_OFFSETS": "earliest", "HEADWATER_RULE_BACKOFF_S": "3",
                            "HEADWATER_RULE_BACKOFF_MAX_S": "30", "HEADWATER_RULE_STATUS_S": "1"}.items():

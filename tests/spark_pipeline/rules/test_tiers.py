@@ -79,7 +79,8 @@ def launcher(spark: SparkSession) -> Iterator[SparkLauncher]:
     from spark_pipeline.config import PipelineConfig
     from spark_pipeline.rules.launch import SparkLauncher
 
-    launcher = SparkLauncher(spark, PipelineConfig(bootstrap="127.0.0.1:9"), "0 seconds", "latest")
+    launcher = SparkLauncher(spark, PipelineConfig(bootstrap="127.0.0.1:9", rules_realtime=True), "0 seconds",
+                             "latest")
     try:
         yield launcher
     finally:
