@@ -4,13 +4,15 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# `make test` runs setup once, then its chunks with SETUP= (each chunk's own prerequisite; default: setup).
+SETUP ?= setup
 # The slowest tests of every run are listed at its end (to keep `make test` inside the CI budget).
 PYTEST_DURATIONS ?= --durations=25
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos chaos-rules \
-	setup-haproxy test-cluster chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
+	setup-haproxy test-cluster test-long chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
 
 setup:
 	@bash stack/setup.sh
@@ -47,7 +49,7 @@ demo: $(SETUP_TOPOLOGY)
 	@$(PY) -m stack up
 	@$(PY) -m demo
 
-lint: setup
+lint: $(SETUP)
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/mypy .
 	@$(VENV)/bin/ruff check sdk-python
@@ -57,15 +59,24 @@ lint: setup
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
 # Go and TypeScript SDK checks, the Python SDK on its other Pythons, then pytest (which includes the conformance
 # vectors of every SDK and the gateway: tests/conformance/).
-test: setup setup-haproxy lint test-go test-ts test-pythons
-	@$(PY) -m pytest $(PYTEST_DURATIONS) $(PYTEST_ARGS)
+# Each chunk is timed (tests/support/chunk.py): .headwater/test-times.txt gets the seconds per chunk and per test
+# folder (tests/support/times.py).
+CHUNKS_LOG := .headwater/test-chunks.txt
+CHUNK := HEADWATER_TEST_CHUNKS=$(CHUNKS_LOG) $(PY) -m tests.support.chunk
+test: setup setup-haproxy
+	@mkdir -p .headwater && rm -f $(CHUNKS_LOG)
+	@$(CHUNK) lint $(MAKE) --no-print-directory lint SETUP=
+	@$(CHUNK) test-go $(MAKE) --no-print-directory test-go SETUP=
+	@$(CHUNK) test-ts $(MAKE) --no-print-directory test-ts SETUP=
+	@$(CHUNK) test-pythons $(MAKE) --no-print-directory test-pythons SETUP=
+	@HEADWATER_TEST_CHUNKS=$(CHUNKS_LOG) $(PY) -m pytest $(PYTEST_DURATIONS) $(PYTEST_ARGS)
 
 # The Python SDK's unit tests on Python 3.9 and 3.13 (pyenv's; skipped, saying so, where they are absent).
-test-pythons: setup
+test-pythons: $(SETUP)
 	@bash sdk-python/scripts/test-pythons.sh
 
 # The TypeScript SDK: strict type check, lint, the committed dist/ is the build of src/, node:test (built by setup).
-test-ts: setup
+test-ts: $(SETUP)
 	@cd sdk-typescript && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/eslint . \
 		&& node scripts/build.mjs check && node --test build/test/*.test.js
 
@@ -91,13 +102,19 @@ chaos: setup
 chaos-rules: setup
 	@HEADWATER_CHAOS=full $(PY) -m pytest -s tests/spark_pipeline/rules/test_hostile_stack.py $(PYTEST_ARGS)
 
-# The cluster profile's fault suite (tests/cluster/: 3 brokers, 2 registries, 3 gateways, HAProxy) at CI counts,
-# and bigger: CHAOS_SCALE x 30,000 events per fault.
+# The cluster profile's fault suite (tests/cluster/: 3 brokers, 2 registries, 3 gateways, HAProxy) at CI counts
+# (30,000 events per fault), and bigger: CHAOS_SCALE x 30,000 events per fault.
 test-cluster: setup setup-haproxy
-	@$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
+	@HEADWATER_CLUSTER_EVENTS=30000 $(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
+
+# What `make test` runs shortened, at full length: every conformance vector over TLS as well as plain (and the
+# cluster faults, at 30,000 events each as in `make test`). The chaos-* targets go further.
+test-long: setup setup-haproxy
+	@HEADWATER_CONFORMANCE_TLS=all HEADWATER_CLUSTER_EVENTS=30000 $(PY) -m pytest tests/conformance tests/cluster \
+		$(PYTEST_ARGS)
 
 chaos-cluster: setup setup-haproxy
-	@HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) HEADWATER_CHAOS_SPARK=1 $(PY) -m pytest -s -m cluster tests/cluster $(PYTEST_ARGS)
+	@HEADWATER_CLUSTER_EVENTS=30000 HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) HEADWATER_CHAOS_SPARK=1 $(PY) -m pytest -s -m cluster tests/cluster $(PYTEST_ARGS)
 
 # Not a test: the same load on RF=1 and RF=3 topics of a private cluster; events per gateway and broker core-second.
 bench-replication: setup setup-haproxy
@@ -168,7 +185,7 @@ loadtest-distributed: setup
 
 # The Go SDK: vet, staticcheck (pinned, installed by setup) and the race-enabled unit tests (the integration
 # tests run in pytest: tests/sdk_go/).
-test-go: setup
+test-go: $(SETUP)
 	@cd sdk-go && GOTOOLCHAIN=local $(GO) vet ./... && GOTOOLCHAIN=local ../.headwater/bin/staticcheck ./... \
 		&& (cd bench && GOTOOLCHAIN=local ../../.headwater/bin/staticcheck ./...) \
 		&& GOTOOLCHAIN=local $(GO) test -race -count=1 ./...

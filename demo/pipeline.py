@@ -39,7 +39,8 @@ class PipelineOutput:
 
     def __init__(self, stream: IO[bytes], log_path: Path, out: TextIO | None = None) -> None:
         self.queries: set[str] = set()
-        self.tables = 0  # console-sink tables shown so far
+        self.tables = 0  # console-sink tables shown so far that hold at least one row
+        self._cells = 0  # `|` lines of the table being printed (its header, then its rows)
         self.ended = False
         self.changed = threading.Condition()
         self._out = out or sys.stdout
@@ -55,9 +56,13 @@ class PipelineOutput:
                     self._out.write(line.decode(errors="replace"))
                     self._out.flush()
                     if line.startswith(b"Batch: "):
-                        with self.changed:
-                            self.tables += 1
-                            self.changed.notify_all()
+                        self._cells = 0
+                    elif line.startswith(b"|"):
+                        self._cells += 1
+                        if self._cells == 2:  # the header and a first row: a table of data, not an empty batch
+                            with self.changed:
+                                self.tables += 1
+                                self.changed.notify_all()
                 elif match := STARTED.search(line):
                     with self.changed:
                         self.queries.add(match.group(1).decode(errors="replace"))
@@ -76,8 +81,9 @@ class PipelineOutput:
                           say, progress_every_s)
 
     def wait_table(self, tables: int, say: Callable[[str], None], *, progress_every_s: float = 15.0) -> float:
-        """Block until the console sink has shown `tables` tables (its first one comes once Spark has planned and
-        run a batch of data: minutes on a busy host), saying so meanwhile; PipelineExited as above."""
+        """Block until the console sink has shown `tables` tables with at least one row (an empty first batch does
+        not count; the first with data comes once Spark has planned and run a batch of the events: minutes on a
+        busy host), saying so meanwhile; PipelineExited as above."""
         return self._wait(lambda: self.tables >= tables, lambda: f"{self.tables} of {tables} live tables shown",
                           say, progress_every_s)
 

@@ -11,10 +11,11 @@ from typing import Any
 import fastavro
 import msgspec
 
+from common.avro_frame import frame
 from gateway.avro_batch import AvroBatch, Envelope
 from gateway.errors import clip
 from gateway.json_batch import WireBatch, WireEvent, check_numbers
-from gateway.records import KafkaRecord, Rejection, RequestMeta, SchemaRef, dead_letter, event_headers, frame
+from gateway.records import KafkaRecord, Rejection, RequestMeta, SchemaRef, dead_letter, event_headers
 from gateway.schema_cache import SchemaCache
 from gateway.schemas import CompiledSchema
 

@@ -60,11 +60,6 @@ class SchemaRef:
     schema_id: int | None
 
 
-def frame(schema_id: int, body: bytes) -> bytes:
-    """Confluent wire framing: magic 0, 4-byte big-endian schema id, Avro binary."""
-    return b"\x00" + schema_id.to_bytes(4, "big") + body
-
-
 def event_headers(meta: RequestMeta, event_id: str, producer_id: str) -> Headers:
     """event_id, producer_id, then batch_id, received_at, client_ip, user_agent, source."""
     return [("event_id", event_id.encode()), ("producer_id", producer_id.encode()), *meta.common_headers]

@@ -46,22 +46,23 @@ def _private_file(path: Path, text: str, *, keep_existing: bool = False) -> None
             os.unlink(tmp)
 
 
+def kept_secret(path: Path, make: str) -> str:
+    """The secret in `path` (mode 0600, its folder 0700), made once from `make`: of several threads or processes
+    making it at once, the first file linked in place wins and every caller reads that one."""
+    if not path.exists():
+        _private_file(path, make + "\n", keep_existing=True)
+    return path.read_text().strip()
+
+
 @dataclass(frozen=True)
 class StackSecrets:
     """The secrets of one state directory."""
 
     root: Path
 
-    def _kept(self, path: Path, make: str) -> str:
-        """The secret in `path`, made once: of several threads or processes making it at once, the first file
-        linked in place wins and every caller reads that one."""
-        if not path.exists():
-            _private_file(path, make + "\n", keep_existing=True)
-        return path.read_text().strip()
-
     def kafka_password_file(self, principal: str) -> Path:
         path = self.root / "kafka" / f"{principal}.password"
-        self._kept(path, secrets.token_urlsafe(32))
+        kept_secret(path, secrets.token_urlsafe(32))
         return path
 
     def kafka_passwords(self) -> dict[str, str]:
@@ -71,7 +72,7 @@ class StackSecrets:
     def registry_credentials_file(self, principal: str) -> Path:
         """`principal:password` for the registry (a client's REGISTRY_BASIC_AUTH_USER_INFO_FILE)."""
         path = self.root / "registry" / f"{principal}.credentials"
-        self._kept(path, f"{principal}:{secrets.token_urlsafe(32)}")
+        kept_secret(path, f"{principal}:{secrets.token_urlsafe(32)}")
         return path
 
     def registry_users_file(self) -> Path:

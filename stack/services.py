@@ -18,7 +18,7 @@ from common.tls import client_context
 from stack.certs import CertificateAuthority
 from stack.config import HAPROXY_CLIENT_NAME, REPO_ROOT, StackConfig, instance_name
 from stack.process import ManagedProcess, StartWatch
-from stack.secrets import StackSecrets
+from stack.secrets import StackSecrets, kept_secret
 
 
 class ServiceError(RuntimeError):
@@ -128,27 +128,13 @@ def dev_write_key(cfg: StackConfig) -> str:
 
     Only its SHA-256 reaches the gateway (HEADWATER_GATEWAY_WRITE_KEYS); the key itself goes to stack.env.
     """
-    path = cfg.state_dir / "gateway" / "dev-write-key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("hw_" + secrets.token_urlsafe(32) + "\n")
-        tmp.chmod(0o600)
-        os.replace(tmp, path)
-    return path.read_text().strip()
+    return kept_secret(cfg.state_dir / "gateway" / "dev-write-key", "hw_" + secrets.token_urlsafe(32))
 
 
 def dev_read_key(cfg: StackConfig) -> str:
     """The stack's development read key (every stream), created once in <state>/subscribe/dev-read-key (mode 0600);
     only its SHA-256 reaches the subscription servers, the key itself goes to stack.env (HEADWATER_READ_KEY)."""
-    path = cfg.state_dir / "subscribe" / "dev-read-key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("hwr_" + secrets.token_urlsafe(32) + "\n")
-        tmp.chmod(0o600)
-        os.replace(tmp, path)
-    return path.read_text().strip()
+    return kept_secret(cfg.state_dir / "subscribe" / "dev-read-key", "hwr_" + secrets.token_urlsafe(32))
 
 
 class _Lazy(Mapping[str, str]):

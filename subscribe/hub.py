@@ -147,10 +147,12 @@ class Hub:
                 return ring
             _, high = await self.watermarks(stream.topic, partitions)
             ring = Ring(stream.topic, high, self.cfg.ring_bytes)
+            ring.after_push.append(_observe_hold)
             reader = TopicReader(ring, self.decoder(stream), self.consumer_conf(), asyncio.get_running_loop())
             reader.start()
             self.rings[stream.topic], self.readers[stream.topic] = ring, reader
-            self.idle_since[stream.topic] = time.monotonic()
+            if not self.users[stream.topic]:  # the caller attached first: a reader with a subscriber is not idle
+                self.idle_since[stream.topic] = time.monotonic()
             m.READERS.set(len(self.readers))
             log.info("reader started", extra={"fields": {"topic": stream.topic, "partitions": partitions}})
             return ring
@@ -177,22 +179,24 @@ class Hub:
                 sub.check_lag()
             if now - last_wake >= self.cfg.heartbeat_s / 3:
                 last_wake = now
-                for ring in self.rings.values():
-                    ring.changed.set()
-                    ring.changed.clear()
+                self.wake_all()
             for topic, since in list(self.idle_since.items()):
                 if now - since >= self.cfg.idle_reader_s and topic in self.readers:
                     await self._stop_reader(topic)
 
     def wake_all(self) -> None:
         for ring in self.rings.values():
+            ring.unpark_all()
             ring.changed.set()
             ring.changed.clear()
 
     async def _stop_reader(self, topic: str) -> None:
         reader = self.readers.pop(topic)
-        self.rings.pop(topic, None)
+        ring = self.rings.pop(topic, None)
         self.idle_since.pop(topic, None)
+        if ring is not None:  # nobody should be left on it; any that is ends rather than wait forever
+            ring.unpark_all()
+            ring.changed.set()
         m.READERS.set(len(self.readers))
         await self.blocking(reader.stop)
         log.info("reader stopped (idle)", extra={"fields": {"topic": topic}})
@@ -208,3 +212,9 @@ class Hub:
             await self.blocking(self._meta.close)
         self.catchup_pool.shutdown(wait=False, cancel_futures=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _observe_hold(received: float | None) -> None:
+    """After the ring wrote a batch to its parked subscribers: the hold of the last one written."""
+    if received is not None:
+        m.HOLD.observe(time.monotonic() - received)

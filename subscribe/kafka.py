@@ -23,6 +23,9 @@ def consumer_config(bootstrap: str, extra: Mapping[str, str], *, prefetch_kb: in
         "enable.partition.eof": True,
         "auto.offset.reset": "earliest",  # a position below the log start (retention) reads from the start
         "queued.max.messages.kbytes": prefetch_kb,
+        # With a small prefetch, a reader that was held back (its subscribers' loop busy) finds its queue full and
+        # librdkafka postpones the next fetch by this much (default 1 s: a second-long hole in a live stream).
+        "fetch.queue.backoff.ms": 20,
         "fetch.wait.max.ms": 100,
         "socket.nagle.disable": True,
         **extra,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry()
 SUBSCRIBERS = Gauge("headwater_subscribe_subscribers", "open subscriptions", registry=REGISTRY)
@@ -18,3 +18,7 @@ CUTOFFS = Counter("headwater_subscribe_cutoffs_total", "subscribers cut off, by 
 RECORDS = Counter("headwater_subscribe_records_sent_total", "record messages written to subscribers",
                   registry=REGISTRY)
 BYTES = Counter("headwater_subscribe_bytes_sent_total", "bytes written to subscribers", registry=REGISTRY)
+HOLD = Histogram("headwater_subscribe_hold_seconds",
+                 "from the live reader receiving a record from Kafka to its write to a subscriber's socket (the oldest "
+                 "record of each write)", registry=REGISTRY,
+                 buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -96,28 +97,29 @@ class TopicReader:
                 first = consumer.poll(0.2)
                 if first is None:
                     continue
+                received = time.monotonic()
                 msgs = [first, *consumer.consume(self.max_batch - 1, timeout=0)]
                 framed = frame_batch(self.decoder, msgs, cursor, self.ring.tag, self.stop_flag)
                 entries = [Entry(frame, id_len, d.partition, d.offset, d.event_type, d.value)
                            for d, frame, id_len in framed]
-                self._hand_over(entries, tuple(cursor))
+                self._hand_over(entries, tuple(cursor), received)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
             log.exception("reader of %s failed", self.ring.topic)
         finally:
             consumer.close()
 
-    def _hand_over(self, entries: list[Entry], tail: pos.Cursor) -> None:
+    def _hand_over(self, entries: list[Entry], tail: pos.Cursor, received: float) -> None:
         while not self._slots.acquire(timeout=0.2):
             if self.stop_flag.is_set():
                 return
         try:
-            self.loop.call_soon_threadsafe(self._append, entries, tail)
+            self.loop.call_soon_threadsafe(self._append, entries, tail, received)
         except RuntimeError:  # the loop is closed: shutting down
             self._slots.release()
 
-    def _append(self, entries: list[Entry], tail: pos.Cursor) -> None:
+    def _append(self, entries: list[Entry], tail: pos.Cursor, received: float) -> None:
         try:
-            self.ring.append(entries, tail)
+            self.ring.append(entries, tail, received)
         finally:
             self._slots.release()

@@ -15,10 +15,11 @@ fallen too far behind and is cut off (subscriber.py), and resumes from the log. 
 from __future__ import annotations
 
 import asyncio
+import time
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from subscribe import position as pos
 from subscribe.filters import Filter
@@ -59,6 +60,24 @@ class Chunk:
     seq: int        # the next index after the chunk
     last_id: bytes  # the position after the chunk (records skipped by type or filter included)
     records: int
+    _wire: bytes = b""
+
+    @property
+    def wire(self) -> bytes:
+        """The chunk as one HTTP/1.1 chunked-encoding chunk, made once for every subscriber that sends it."""
+        if not self._wire:
+            self._wire = b"%x\r\n%s\r\n" % (len(self.data), self.data)
+        return self._wire
+
+
+class Parked(Protocol):
+    """A subscriber waiting at the ring's tail whose new messages the ring writes itself (subscriber.py)."""
+
+    def push(self) -> bool:
+        """Write what is new if the socket takes it at once; False: the subscriber's own task must take over."""
+
+    def unpark(self) -> None:
+        """Wake the subscriber's task."""
 
 
 @dataclass
@@ -74,6 +93,7 @@ class Ring:
     types: list[str | None] = field(default_factory=list)
     values: list[Any] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)  # bytes from the ring's beginning to the end of each frame
+    received: list[float] = field(default_factory=list)  # when the reader got each record (monotonic s)
     head: int = 0                # list index of the oldest frame kept
     first_seq: int = 0           # its sequence number
     base: pos.Cursor = ()        # the position before the oldest frame kept
@@ -81,6 +101,8 @@ class Ring:
     tail: pos.Cursor = ()        # the reader's position after the newest frame (and past commit markers)
     tail_id: bytes = b""
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    parked: dict[Parked, None] = field(default_factory=dict)  # insertion-ordered set
+    after_push: list[Callable[[float | None], None]] = field(default_factory=list)
     _cache: dict[tuple[str | None, str | None], tuple[int, int, Chunk]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -100,9 +122,11 @@ class Ring:
     def tail_bytes(self) -> int:
         return self.ends[-1] if len(self.ends) > self.head else self.base_bytes
 
-    def append(self, entries: Sequence[Entry], tail: pos.Cursor) -> None:
-        """Add a batch in the reader's order, move the tail, drop what is over capacity, wake the readers."""
+    def append(self, entries: Sequence[Entry], tail: pos.Cursor, received: float | None = None) -> None:
+        """Add a batch in the reader's order (`received`: when the reader got it from Kafka, monotonic s), move the
+        tail, drop what is over capacity, wake the readers."""
         total = self.tail_bytes
+        got = time.monotonic() if received is None else received
         for e in entries:
             total += len(e.frame)
             self.frames.append(e.frame)
@@ -112,12 +136,32 @@ class Ring:
             self.types.append(e.event_type)
             self.values.append(e.value)
             self.ends.append(total)
+            self.received.append(got)
         if tuple(tail) != self.tail:
             self.tail = tuple(tail)
             self.tail_id = pos.encode(self.tag, self.tail)
         self._evict()
+        self.push_parked(got if entries else None)
         self.changed.set()
         self.changed.clear()
+
+    def push_parked(self, received: float | None) -> None:
+        """Write the new frames to every parked subscriber in one pass (no task switch, one socket write each);
+        those whose socket is backed up, or that are too far behind, go back to their own task."""
+        if not self.parked:
+            return
+        for sub in list(self.parked):
+            if not sub.push():
+                del self.parked[sub]
+                sub.unpark()
+        for hook in self.after_push:
+            hook(received)
+
+    def unpark_all(self) -> None:
+        """Wake every parked subscriber's task (heartbeats, shutdown)."""
+        parked, self.parked = self.parked, {}
+        for sub in parked:
+            sub.unpark()
 
     def _evict(self) -> None:
         over = self.tail_bytes - self.base_bytes - self.capacity
@@ -132,9 +176,15 @@ class Ring:
         self.first_seq += last + 1 - self.head
         self.head = last + 1
         if self.head >= COMPACT_AT and self.head * 2 >= len(self.frames):
-            for lst in (self.frames, self.id_lens, self.parts, self.offs, self.types, self.values, self.ends):
+            for lst in (self.frames, self.id_lens, self.parts, self.offs, self.types, self.values, self.ends,
+                        self.received):
                 del lst[:self.head]
             self.head = 0
+
+    def received_at(self, seq: int) -> float | None:
+        """When the reader got the record at `seq` from Kafka; None when dropped or not there yet."""
+        i = self.head + seq - self.first_seq
+        return self.received[i] if seq >= self.first_seq and i < len(self.received) else None
 
     def _id_at(self, i: int) -> bytes:
         return self.frames[i][4:4 + self.id_lens[i]]

@@ -63,6 +63,8 @@ class Subscriber:
     last_write: float = field(default_factory=time.monotonic)
     outcome: Outcome = field(default_factory=Outcome)
     _timer: asyncio.Timeout | None = None
+    _wake: asyncio.Future[None] | None = None
+    chunked: bool = True  # HTTP/1.1 chunked encoding (set when following: not for an HTTP/1.0 client)
 
     @property
     def cfg(self) -> SubscribeConfig:
@@ -203,25 +205,74 @@ class Subscriber:
 
     # -- the live tail --
 
+    async def _park(self, ring: Ring) -> None:
+        """Wait at the tail while the ring writes new messages to our socket itself (`push`), until it cannot."""
+        self._wake = asyncio.get_running_loop().create_future()
+        ring.parked[self] = None
+        try:
+            await self._wake
+        finally:
+            ring.parked.pop(self, None)
+            self._wake = None
+
+    def unpark(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    def push(self) -> bool:
+        """Called by the ring after it appended: write the new messages straight to the socket when it holds
+        nothing unsent, in one write (the chunk's bytes, HTTP framing included, are shared by every subscriber
+        that sends the same chunk). False when the task must take over: the socket is backed up (the task waits
+        for it and is cut off if it falls too far behind), the batch is over a chunk, or the client left."""
+        ring, view, transport = self.ring, self.view, self.request.transport
+        if (ring is None or view is None or transport is None or transport.is_closing()
+                or transport.get_write_buffer_size() or self.hub.closing):
+            return False
+        lag = ring.lag(view.seq)
+        if lag is None or lag > MAX_CHUNK:
+            return False
+        chunk = ring.read(view, MAX_CHUNK)
+        if chunk is None or not chunk.records:
+            return True
+        data = chunk.wire if self.chunked else chunk.data
+        transport.write(data)
+        self.last_write = time.monotonic()
+        self.sent_id = self._sent(chunk.last_id)
+        self.outcome.records += chunk.records
+        self.outcome.bytes += len(data)
+        m.RECORDS.inc(chunk.records)
+        m.BYTES.inc(len(data))
+        return True
+
     async def _follow(self, ring: Ring, cursor: Cursor) -> None:
         self.ring, self.view = ring, ring.join(cursor, self.stream.event_type, self.filter)
+        self.chunked = self.resp.headers.get("Transfer-Encoding", "").lower() == "chunked"
         view = self.view
         self.hub.subscribers.add(self)
         try:
             while not self.hub.closing:
                 if self._gone():
                     return
+                if self.hub.rings.get(ring.topic) is not ring:  # its reader stopped: end; the client resumes
+                    self.outcome.end = "reader_stopped"
+                    return
                 lag = ring.lag(view.seq)
                 if lag is None or lag > self.cfg.buffer_bytes:
                     self.cut_reason = "too_slow"
                     raise Cut
+                received = ring.received_at(view.seq)
                 chunk = ring.read(view, MAX_CHUNK)
                 if chunk is None:
                     await self._heartbeat(view.last_id)
-                    await ring.changed.wait()
+                    if view.own is None and not self.hub.closing:
+                        await self._park(ring)
+                    else:
+                        await ring.changed.wait()
                     continue
                 if chunk.records:
                     await self._write(chunk.data)
+                    if received is not None:
+                        m.HOLD.observe(time.monotonic() - received)
                     self.sent_id = self._sent(chunk.last_id)
                     self.outcome.records += chunk.records
                     m.RECORDS.inc(chunk.records)

@@ -1,20 +1,21 @@
-"""Session fixtures: one real Kafka broker (and later the rest of the stack) per test session."""
+"""Session fixtures: one private stack (Kafka, registry, gateway) and one local SparkSession per test session."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from common.envfile import read_env
 from stack.launcher import Stack
 from tests.support import times
-from tests.support.ports import free_port
 from tests.support.stack import private_stack_config
 
-__all__ = ["free_port"]  # tests import it from here too
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,3 +63,16 @@ def gateway_url(stack_env: dict[str, str]) -> str:
 def write_key(stack_env: dict[str, str]) -> str:
     """The development write key the stack created for the gateway."""
     return stack_env["HEADWATER_WRITE_KEY"]
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One local SparkSession (local[2], connector jars from set-up) for every Spark test of the session: starting
+    one takes tens of seconds on two cores. Tests only read and write through it, each with its own topics."""
+    from spark_pipeline.session import build_session
+
+    session = build_session("headwater-tests")
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -4,6 +4,9 @@
 - drain: reads and counts bytes and records, nothing more (so that 1,000 subscribers cost the client little);
 - slow: reads 8 KiB every 100 ms and reconnects with Last-Event-ID when the server cuts it off;
 - stalled: sends its request and never reads (a small receive buffer).
+
+A connection that fails or ends is counted under its kind and reason (the HTTP status line of a refusal, the
+`cutoff` code the server sent, the exception), so that a phase says what failed instead of stopping at the first.
 """
 
 from __future__ import annotations
@@ -12,12 +15,26 @@ import asyncio
 import re
 import socket
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 SEQ = re.compile(rb'"seq":(\d+)')
 ID = re.compile(rb"(?:^|\n)id: ([0-9a-f]{8}-[0-9.]+)\n")
+CUTOFF = re.compile(rb'event: cutoff\n(?:id: [^\n]*\n)?data: \{"code":"(\w+)"')
+OPEN_TIMEOUT_S = 120.0
+
+
+class StreamEnded(Exception):
+    """The server ended a stream the client did not end."""
+
+
+def ended(kind: str, tail: bytes) -> StreamEnded:
+    cut = CUTOFF.search(tail)
+    why = f"cut off by the server ({cut.group(1).decode()})" if cut else "closed by the server"
+    return StreamEnded(f"{kind}: {why}")
 
 
 @dataclass
@@ -45,10 +62,6 @@ async def _open(host: str, port: int, path: str, key: str, *, last_id: str | Non
     return reader, writer
 
 
-def _opened(client: Client) -> None:
-    client.opened += 1
-
-
 async def _chunks(reader: asyncio.StreamReader) -> Any:
     """The chunked body's chunks (each one of the server's writes: whole SSE messages)."""
     while True:
@@ -67,37 +80,65 @@ class Client:
     key: str
     measuring: bool = False
     opened: int = 0
+    settled: int = 0  # connections opened or failed before opening
+    failures: Counter[str] = field(default_factory=Counter)
     tallies: dict[str, Tally] = field(default_factory=dict)
 
     def tally(self, kind: str) -> Tally:
         return self.tallies.setdefault(kind, Tally())
 
-    async def probe(self) -> None:
+    async def one(self, kind: str) -> None:
+        """Run one connection of `kind`; count how it failed or ended."""
+        state = {"open": False}
+
+        def opened() -> None:
+            state["open"] = True
+            self.opened += 1
+            self.settled += 1
+
+        try:
+            await getattr(self, kind)(opened)
+            reason = f"{kind}: ended"
+        except asyncio.CancelledError:
+            raise
+        except StreamEnded as exc:
+            reason = str(exc)
+        except Exception as exc:
+            reason = f"{kind}: {type(exc).__name__}: {exc}"[:200]
+        self.failures[reason] += 1
+        if not state["open"]:
+            self.settled += 1
+
+    async def probe(self, opened: Callable[[], None]) -> None:
         reader, _ = await _open(self.host, self.port, self.path, self.key)
-        _opened(self)
-        t = self.tally("probe")
+        opened()
+        t, last = self.tally("probe"), b""
         async for chunk in _chunks(reader):
             now = time.time()
+            last = chunk
             if self.measuring:
                 seqs = SEQ.findall(chunk)
                 t.records += len(seqs)
                 t.arrivals.extend((int(s), now) for s in seqs)
+        raise ended("probe", last[-512:])
 
-    async def drain(self) -> None:
+    async def drain(self, opened: Callable[[], None]) -> None:
         reader, _ = await _open(self.host, self.port, self.path, self.key)
-        _opened(self)
-        t = self.tally("drain")
+        opened()
+        t, last = self.tally("drain"), b""
         while data := await reader.read(1 << 16):
+            last = data
             if self.measuring:
                 t.bytes += len(data)
                 t.records += data.count(b"data: ")
+        raise ended("drain", last[-512:])
 
-    async def slow(self) -> None:
+    async def slow(self, opened: Callable[[], None]) -> None:
         t, last_id = self.tally("slow"), None
         while True:
             reader, writer = await _open(self.host, self.port, self.path, self.key, last_id=last_id)
             if last_id is None:
-                _opened(self)
+                opened()
             try:
                 async for chunk in _chunks(reader):
                     ids = ID.findall(chunk)
@@ -110,29 +151,27 @@ class Client:
             writer.close()
             t.reconnects += 1
 
-    async def stalled(self) -> None:
+    async def stalled(self, opened: Callable[[], None]) -> None:
         await _open(self.host, self.port, self.path, self.key, rcvbuf=4096)
-        _opened(self)
+        opened()
         self.tally("stalled")
         await asyncio.Event().wait()
 
 
 async def _main(client: Client, counts: dict[str, int], conn: Connection) -> None:
-    tasks = [asyncio.create_task(getattr(client, kind)()) for kind, n in counts.items() for _ in range(n)]
-    total = sum(counts.values())
-    while client.opened < total and not any(t.done() for t in tasks):
+    tasks = [asyncio.create_task(client.one(kind)) for kind, n in counts.items() for _ in range(n)]
+    total, loop = sum(counts.values()), asyncio.get_running_loop()
+    began = loop.time()
+    while client.settled < total and loop.time() - began < OPEN_TIMEOUT_S:
         await asyncio.sleep(0.05)
-    first = next((t for t in tasks if t.done()), None)
-    conn.send("ready" if client.opened == total else
-              f"failed: {first.exception() if first is not None and not first.cancelled() else 'cancelled'!r}")
-    loop = asyncio.get_running_loop()
+    conn.send({"opened": client.opened, "wanted": total, "open_s": round(loop.time() - began, 1),
+               "failures": dict(client.failures)})
     assert await loop.run_in_executor(None, conn.recv) == "go"
+    client.failures.clear()
     client.measuring = True
     assert await loop.run_in_executor(None, conn.recv) == "stop"
     client.measuring = False
-    failed = [t.exception() for t in tasks if t.done() and not t.cancelled() and t.exception()]
-    conn.send({"tallies": {k: vars(t) for k, t in client.tallies.items()},
-               "failed": [repr(e) for e in failed[:3]], "failed_count": len(failed)})
+    conn.send({"tallies": {k: vars(t) for k, t in client.tallies.items()}, "failures": dict(client.failures)})
     for task in tasks:
         task.cancel()
 

@@ -52,9 +52,18 @@ def registry(url: str, method: str, path: str, doc: Any = None) -> tuple[int, An
                                  headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, json.loads(resp.read())
+            return resp.status, _json_or_text(resp.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"null")
+        return exc.code, _json_or_text(exc.read() or b"null")
+
+
+def _json_or_text(raw: bytes) -> Any:
+    """The registry answers JSON; HAProxy answers its own plain-text/HTML error page (503, 504): kept as text so that
+    the assertion shows what came instead of a JSONDecodeError."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")[:500]
 
 
 def record_schema(name: str) -> str:

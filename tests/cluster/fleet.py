@@ -2,7 +2,8 @@
 HAProxy, recording what each acknowledged and every HTTP status they saw; and the reconciliation of their
 acknowledgements with Kafka (read_committed) through loadtest's Tally and scan.
 
-Counts scale with HEADWATER_CHAOS_SCALE (1 in `make test`: 30,000 events per fault; `make chaos-cluster` sets more).
+Events per fault: HEADWATER_CLUSTER_EVENTS (default 30,000, as `make test` and `make test-cluster` run them), times
+HEADWATER_CHAOS_SCALE (`make chaos-cluster` sets more).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from tests.support.wait import wait_for
 # What must never happen: an event dropped, a batch refused, an event rejected.
 FATAL = (headwater.EventsDroppedError, headwater.BatchRejectedError, headwater.EventRejectedError)
 SCALE = max(1, int(os.environ.get("HEADWATER_CHAOS_SCALE", "1")))
-EVENTS_PER_FAULT = 30_000 * SCALE
+EVENTS_PER_FAULT = max(1000, int(os.environ.get("HEADWATER_CLUSTER_EVENTS", "30000"))) * SCALE
 
 
 class CountingTransport:

@@ -18,7 +18,7 @@ from console.app import make_app
 from console.config import ConfigError, ConsoleConfig
 from console.kafka_view import KafkaFigures
 from tests.certs import TestCA
-from tests.conftest import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -11,11 +11,12 @@ from typing import Any
 import fastavro
 import pytest
 
+from common.avro_frame import frame
 from deadletter.gateway_code import new_cache
 from deadletter.records import BadRecord, Letter, Selection, decoded_payload, parse
 from deadletter.revalidate import REPLAY_HEADER, RUN_HEADER, StillInvalid, revalidate
 from deadletter.summary import parse_time, summarise, summary_table
-from gateway.records import KafkaRecord, Rejection, RequestMeta, SchemaRef, dead_letter, frame
+from gateway.records import KafkaRecord, Rejection, RequestMeta, SchemaRef, dead_letter
 from schemas.catalog import load_catalog
 from tests.deadletter.fakes import FakeRegistry, page_view, page_view_v3
 

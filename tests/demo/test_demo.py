@@ -14,6 +14,7 @@ import pytest
 
 from demo.pipeline import PipelineExited, PipelineOutput, wait_caught_up
 from demo.summary import counted, describe
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.unit
 EXPECTED = ("events", "aggregates_live", "console")
@@ -92,13 +93,21 @@ def test_the_producers_run_until_a_live_table_shows_their_events(tmp_path: Path)
     """On a host where Spark's first batch took longer than the producers' minute, no table came while they
     sent; now producing goes on until one does."""
     stream, child = _pipe()
-    output = PipelineOutput(stream, tmp_path / "pipeline.log", out=io.StringIO())
+    shown = io.StringIO()
+    output = PipelineOutput(stream, tmp_path / "pipeline.log", out=shown)
     said, result = Said(2), dict[str, float]()
     waiter = threading.Thread(target=lambda: result.update(
         waited=output.wait_table(output.tables + 1, said, progress_every_s=0.02)))
     waiter.start()
     assert said.enough.wait(30) and waiter.is_alive()
-    child.write(b"-------------------------------------------\nBatch: 0\n")
+    # A first batch with no rows (the query ran before the events arrived) is not a live table of them: on a
+    # loaded host it came at once, the producers then stopped after their minute and every table with data
+    # came after them.
+    child.write(b"-------------------------------------------\nBatch: 0\n-------------------------------------------\n"
+                b"+---+---+\n|a  |b  |\n+---+---+\n+---+---+\n\n")
+    wait_for("the empty table copied", lambda: shown.getvalue().count("+---+---+") == 3, 30)
+    assert waiter.is_alive() and output.tables == 0
+    child.write(b"Batch: 1\n+---+---+\n|a  |b  |\n+---+---+\n|1  |2  |\n+---+---+\n")
     waiter.join(30)
     assert not waiter.is_alive() and output.tables == 1
     assert "0 of 1 live tables shown" in said.lines[0]

@@ -24,8 +24,8 @@ import pytest
 from schemas.catalog import load_catalog
 from stack.config import REPO_ROOT, StackConfig
 from stack.launcher import Stack
-from tests.conftest import free_port
-from tests.kafka_helpers import consume_all
+from tests.support.kafka import consume_all
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 DOC = REPO_ROOT / "docs" / "operations.md"

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from common.avro_frame import frame
 from gateway import avro_fast
 from gateway.avro_batch import Envelope, envelope_problem, read_envelope
 from gateway.json_batch import MAX_TEXT
-from gateway.records import frame
 from tests.gateway.test_avro_codegen import _both, _compiled, _schemas, _values
 
 pytestmark = [pytest.mark.unit,

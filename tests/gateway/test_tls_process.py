@@ -18,9 +18,9 @@ import pytest
 
 from gateway.auth import hash_key
 from tests.certs import TestCA
-from tests.conftest import free_port
 from tests.gateway.helpers import WRITE_KEY, batch, dumps, json_headers, page_view, zstd
-from tests.kafka_helpers import consume_all, end_offsets
+from tests.support.kafka import consume_all, end_offsets
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

@@ -60,7 +60,9 @@ def install(tmp: Path, project: str, *siblings: str) -> Installed:
     workdir = tmp / "empty"
     workdir.mkdir()
     installed = Installed(venv, workdir)
-    installed.run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+    # --no-compile: no byte-compiling of every installed module up front (pyspark alone has thousands); Python
+    # compiles what a command imports when it imports it, as it would on a host that installed without.
+    installed.run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile",
                   "-c", REPO_ROOT / "constraints.txt", src / project, timeout=600)
     return installed
 

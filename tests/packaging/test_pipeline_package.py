@@ -37,6 +37,17 @@ def spark_submit(artefact: Path, workdir: Path, *args: str, env: dict[str, str] 
     return done.stdout
 
 
+def entry_help(artefact: Path, workdir: Path) -> str:
+    """The entry file's --help with only the zip on the Python path, as spark-submit's --py-files sets it (argument
+    parsing runs before any Spark session, so no JVM is started for it: the replay below goes through spark-submit)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "PYSPARK", "HEADWATER_"))}
+    done = subprocess.run([str(VENV_BIN / "python"), str(artefact / pipeline_artifact.ENTRY_NAME), "--help"],
+                          cwd=workdir, capture_output=True, text=True, timeout=120, check=False,
+                          env={**clean, "PYTHONPATH": str(artefact / pipeline_artifact.ZIP_NAME)})
+    assert done.returncode == 0, f"--help exited {done.returncode}:\n{done.stdout}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
 EVENTS = 12
 
 
@@ -62,7 +73,7 @@ def test_spark_submit_runs_a_replay_from_the_artefact(tmp_path: Path, bootstrap:
     artefact, workdir = tmp_path / "artefact", tmp_path / "empty"
     workdir.mkdir()
     pipeline_artifact.build(artefact)
-    assert "usage: headwater-pipeline" in spark_submit(artefact, workdir, "--help")
+    assert "usage: headwater-pipeline" in entry_help(artefact, workdir)
     stdout = spark_submit(artefact, workdir, "replay", "--output", str(tmp_path / "replay"),
                           env={"KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url, "EVENTS_TOPIC": topic})
     replay_counts(stdout)

@@ -23,7 +23,7 @@ from registry.api import make_app
 from registry.schema_log import MemoryLog
 from registry.service import Registry
 from tests.certs import TestCA
-from tests.conftest import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.dumps({"type": "record", "name": "r", "fields": [{"name": "a", "type": "string"}]})

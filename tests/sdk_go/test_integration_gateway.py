@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port
-from tests.kafka_helpers import end_offsets
 from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.kafka import end_offsets
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 SDK_GO = Path(__file__).resolve().parents[2] / "sdk-go"

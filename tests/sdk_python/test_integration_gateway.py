@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 import headwater
 import pytest
 
-from tests.kafka_helpers import end_offsets
 from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.kafka import end_offsets
 
 from .proxy import OutageProxy
 

@@ -20,9 +20,9 @@ import pytest
 
 from gateway.auth import hash_key
 from tests.certs import TestCA
-from tests.conftest import free_port
-from tests.kafka_helpers import end_offsets
 from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.kafka import end_offsets
+from tests.support.ports import free_port
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration

@@ -5,7 +5,6 @@ aggregates topic; given the console's read-only principal, its write is refused.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
@@ -19,17 +18,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    from spark_pipeline.session import build_session
-
-    session = build_session("headwater-security-tests")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 def test_spark_reads_and_writes_as_its_principal(secure_kafka: SecureKafka, spark: SparkSession) -> None:

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from bench.spark.generate import Encoder, Event, generate, produce, register_catalog
 from spark_pipeline.enrich import inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
-from tests.kafka_helpers import consume_all
+from tests.support.kafka import consume_all
 
 WINDOWS_MS = {"10s": (10_000, 10_000), "1m": (60_000, 60_000), "5m/1m": (300_000, 60_000)}
 Key = tuple[str, int, str, str]  # granularity, window_start ms, event_type, region

@@ -14,7 +14,7 @@ import pytest
 
 from stack.config import CLUSTER, StackConfig
 from stack.haproxy import HAProxy
-from tests.conftest import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 MAX_CONN, MAX_REQUESTS = 20, 30

@@ -49,3 +49,22 @@ def test_a_secret_made_by_several_threads_at_once_is_one_secret(tmp_path: Path) 
     with ThreadPoolExecutor(8) as pool:
         seen = set(pool.map(lambda _: store.kafka_password_file("rules").read_text(), range(32)))
     assert len(seen) == 1 and sorted(p.name for p in (tmp_path / "kafka").iterdir()) == ["rules.password"]
+
+
+def test_the_development_keys_are_made_once_by_concurrent_callers_and_kept_private(tmp_path: Path) -> None:
+    """`dev_write_key` / `dev_read_key` wrote through one fixed `.tmp` name: two `up`s or services at once raced."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from stack.services import dev_read_key, dev_write_key
+    from tests.support.stack import private_stack_config
+
+    cfg = private_stack_config(tmp_path / "state")
+    for make, folder, prefix in ((dev_write_key, "gateway", "hw_"), (dev_read_key, "subscribe", "hwr_")):
+        with ThreadPoolExecutor(8) as pool:
+            keys = set(pool.map(lambda _, make=make: make(cfg), range(32)))
+        (key,) = keys
+        assert key.startswith(prefix) and make(cfg) == key
+        names = {p.name for p in (cfg.state_dir / folder).iterdir()}
+        assert not [n for n in names if n.endswith(".tmp")], names  # no temp file left behind
+        kind = "write" if folder == "gateway" else "read"
+        assert stat.S_IMODE((cfg.state_dir / folder / f"dev-{kind}-key").stat().st_mode) == 0o600

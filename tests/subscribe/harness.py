@@ -72,13 +72,16 @@ class Server:
 
 
 def start_server(stack_env: Mapping[str, str], tmp: Path, keys: Keys, *, port: int | None = None,
-                 **settings: str) -> Server:
+                 cwd: Path | None = None, **settings: str) -> Server:
+    """`cwd`: where `python -m subscribe` finds the package (another revision's copy; default this checkout)."""
     port = port or free_port()
     env = {**os.environ, **stack_env, "PYTHONUNBUFFERED": "1", "HEADWATER_SUBSCRIBE_PORT": str(port),
            "HEADWATER_SUBSCRIBE_READ_KEYS": keys.config(), **settings}
     log = tmp / f"subscribe-{port}-{time.monotonic_ns()}.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "subscribe"], env=env, cwd=REPO_ROOT, stdout=out,
+        if cwd is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(cwd), str(REPO_ROOT)])
+        proc = subprocess.Popen([sys.executable, "-m", "subscribe"], env=env, cwd=cwd or REPO_ROOT, stdout=out,
                                 stderr=subprocess.STDOUT)
     server = Server(f"http://127.0.0.1:{port}", proc, log, keys)
     deadline = time.monotonic() + 60

@@ -135,3 +135,43 @@ def test_shared_chunks_are_built_once_for_subscribers_at_the_same_place() -> Non
         ring.append(entries, tail)
     ca, cb = ring.read(a, 10**6), ring.read(b, 10**6)
     assert ca is not None and cb is not None and ca.data is cb.data
+
+
+class FakeParked:
+    """A parked subscriber that takes (or refuses) every push, and counts pushes and wake-ups."""
+
+    def __init__(self, takes: bool) -> None:
+        self.takes, self.pushed, self.woken = takes, 0, 0
+
+    def push(self) -> bool:
+        self.pushed += 1
+        return self.takes
+
+    def unpark(self) -> None:
+        self.woken += 1
+
+
+def test_each_batch_is_pushed_to_parked_subscribers_once_and_those_that_cannot_take_it_are_woken() -> None:
+    batches, start = make_log(random.Random(5), 2, 40)
+    ring = Ring(TOPIC, start, capacity=10**9)
+    taker, refuser = FakeParked(True), FakeParked(False)
+    ring.parked.update({taker: None, refuser: None})
+    held: list[float | None] = []
+    ring.after_push.append(held.append)
+    entries, tail = batches[0]
+    ring.append(entries, tail, received=12.5)
+    assert (taker.pushed, taker.woken) == (1, 0) and (refuser.pushed, refuser.woken) == (1, 1)
+    assert list(ring.parked) == [taker] and held == [12.5]
+    ring.unpark_all()
+    assert taker.woken == 1 and not ring.parked
+
+
+def test_a_chunk_is_framed_for_http_once() -> None:
+    batches, start = make_log(random.Random(6), 1, 20)
+    ring = Ring(TOPIC, start, capacity=10**9)
+    a, b = ring.join(start, None, None), ring.join(start, None, None)
+    for entries, tail in batches:
+        ring.append(entries, tail)
+    ca, cb = ring.read(a, 10**6), ring.read(b, 10**6)
+    assert ca is not None and cb is not None
+    assert ca.wire is cb.wire and ca.wire == b"%x\r\n" % len(ca.data) + ca.data + b"\r\n"

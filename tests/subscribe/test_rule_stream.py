@@ -19,8 +19,8 @@ import pytest
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules import cli, runtime
 from spark_pipeline.rules.store import RuleStore
-from tests.kafka_helpers import end_offsets
 from tests.subscribe.harness import Keys, post_page_views, start_server
+from tests.support.kafka import end_offsets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

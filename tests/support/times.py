@@ -1,16 +1,21 @@
 """A pytest plugin: seconds spent per test folder (setup + call + teardown), shown at the end of a run and written
 to .headwater/test-times.txt when the run is the whole suite (no paths given, as `make test` runs it), else to
-.headwater/test-times-last.txt, so the next person sees where `make test`'s minutes go."""
+.headwater/test-times-last.txt, so the next person sees where `make test`'s minutes go. Under `make test` the
+chunks before pytest (lint, Go, TypeScript, other Pythons; tests/support/chunk.py) head the table."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from _pytest.terminal import TerminalReporter
+
+from tests.support.chunk import CHUNKS_ENV, read_chunks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO_ROOT / ".headwater"
@@ -38,9 +43,17 @@ class FolderTimes:
         if report.when == "call" or (report.when == "setup" and report.skipped):
             self.tests[folder] += 1
 
-    def table(self) -> list[str]:
+    def table(self, chunks: Sequence[tuple[str, float, int]] = ()) -> list[str]:
+        """Chunks run before pytest (each with its seconds), then pytest's seconds per folder, then totals."""
         wall = time.monotonic() - self.started
-        lines = [f"{'folder':<32} {'tests':>6} {'seconds':>9} {'share':>6}"]
+        lines: list[str] = []
+        if chunks:
+            lines.append(f"{'chunk of make test':<32} {'':>6} {'seconds':>9} {'status':>6}")
+            lines += [f"{name:<32} {'':>6} {seconds:>9.1f} {status:>6}" for name, seconds, status in chunks]
+            lines.append(f"{'pytest (below)':<32} {'':>6} {wall:>9.1f}")
+            lines.append(f"{'make test, setup excluded':<32} {'':>6} {wall + sum(c[1] for c in chunks):>9.1f}")
+            lines.append("")
+        lines.append(f"{'folder':<32} {'tests':>6} {'seconds':>9} {'share':>6}")
         total = sum(self.seconds.values()) or 1.0
         for folder, seconds in sorted(self.seconds.items(), key=lambda kv: -kv[1]):
             lines.append(f"{folder:<32} {self.tests[folder]:>6} {seconds:>9.1f} {seconds / total:>6.0%}")
@@ -51,11 +64,12 @@ class FolderTimes:
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
         if not self.seconds:
             return
-        lines = self.table()
+        whole = not self.config.option.file_or_dir
+        log = os.environ.get(CHUNKS_ENV)
+        lines = self.table(read_chunks(Path(log)) if whole and log else [])
         terminalreporter.section("seconds per test folder")
         for line in lines:
             terminalreporter.write_line(line)
-        whole = not self.config.option.file_or_dir
         target = OUT_DIR / ("test-times.txt" if whole else "test-times-last.txt")
         try:
             OUT_DIR.mkdir(exist_ok=True)

@@ -136,6 +136,7 @@ def run_gateway_on(vectors: list[dict[str, Any]], env: dict[str, str], out: Text
     with tempfile.TemporaryDirectory(prefix="hw-conformance-gw-") as tmp:
         pool = GatewayPool(env, Path(tmp))
         try:
+            pool.start([v.get("profile", "default") for v in vectors])
             for vector in vectors:
                 marker = "conf" + uuid.uuid4().hex[:16]
                 start = time.monotonic()

@@ -59,10 +59,19 @@ class GatewayPool:
     def url(self, profile: str) -> str:
         """The base URL of the profile's gateway, started if needed."""
         if profile not in self.running:
-            self.running[profile] = self._start(profile)
+            self.running[profile] = self._await(*self._launch(profile))
         return self.running[profile][1]
 
-    def _start(self, profile: str) -> tuple[subprocess.Popen[bytes], str]:
+    def start(self, profiles: list[str]) -> None:
+        """Start the gateways of `profiles` side by side (each start is mostly waiting for Kafka and the registry),
+        then wait until each is alive."""
+        launched = [self._launch(p) for p in dict.fromkeys(profiles) if p not in self.running]
+        for profile, proc, url, _proxy in launched:
+            self.running[profile] = (proc, url)  # stopped by `stop` even if another one fails to start
+        for launch in launched:
+            self._await(*launch)
+
+    def _launch(self, profile: str) -> tuple[str, subprocess.Popen[bytes], str, CuttableProxy | None]:
         port = free_port()
         keys = (f"conformance:{hashlib.sha256(WRITE_KEY.encode()).hexdigest()},"
                 f"conformance_revoked:{hashlib.sha256(REVOKED_KEY.encode()).hexdigest()}:revoked")
@@ -85,7 +94,10 @@ class GatewayPool:
         with (self.logdir / f"gateway-{profile}.log").open("ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", "gateway"], cwd=REPO, env=env, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
-        url = f"http://127.0.0.1:{port}"
+        return profile, proc, f"http://127.0.0.1:{port}", proxy
+
+    def _await(self, profile: str, proc: subprocess.Popen[bytes], url: str,
+               proxy: CuttableProxy | None) -> tuple[subprocess.Popen[bytes], str]:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if proc.poll() is not None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -17,6 +19,10 @@ from .sdkcase import MANDATORY, Failed, Sdk, needs_missing, run_vector
 from .vectors import REPO, SDK_CATEGORIES, SPECS, category
 
 SDKS_FILE = SPECS / "conformance" / "sdks.json"
+# Vectors run side by side, each with its own mock gateway (own port) and its own driver process in its own
+# temporary directory; most of a vector's time is waiting (linger, backoff, Retry-After), not CPU.
+JOBS_ENV = "HEADWATER_CONFORMANCE_JOBS"
+DEFAULT_JOBS = 4
 
 
 def load_sdks(path: Path = SDKS_FILE) -> list[Sdk]:
@@ -52,26 +58,38 @@ def prepare(sdk: Sdk) -> str | None:
     return None
 
 
+def jobs_from_env() -> int:
+    """How many vectors run at once: HEADWATER_CONFORMANCE_JOBS (>= 1), else DEFAULT_JOBS."""
+    raw = os.environ.get(JOBS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_JOBS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{JOBS_ENV} must be a whole number >= 1, not {raw!r}")
+    return int(raw)
+
+
 def run_sdk(sdk: Sdk, vectors: list[dict[str, Any]], out: TextIO = sys.stdout,
-            runner: Callable[[dict[str, Any], Sdk], Any] = run_vector) -> list[Result]:
-    """Every SDK vector against `sdk`."""
-    results: list[Result] = []
+            runner: Callable[[dict[str, Any], Sdk], Any] = run_vector, jobs: int | None = None) -> list[Result]:
+    """Every SDK vector against `sdk`, `jobs` at a time (default: jobs_from_env()); results in vector order."""
     chosen = [v for v in vectors if category(v) in SDK_CATEGORIES]
     problem = prepare(sdk)
-    for vector in chosen:
+
+    def one(vector: dict[str, Any]) -> Result:
         start = time.monotonic()
         if problem is not None:
-            result = settle(sdk.name, vector["id"], False, problem, xfails=sdk.expected_failures, seconds=0.0)
-        elif needs_missing(vector, sdk):
-            result = Result(sdk.name, vector["id"], NA, "needs " + ", ".join(needs_missing(vector, sdk)))
-        else:
-            try:
-                runner(vector, sdk)
-                ok, detail = True, ""
-            except Failed as exc:
-                ok, detail = False, str(exc)
-            result = settle(sdk.name, vector["id"], ok, detail, xfails=sdk.expected_failures,
-                            seconds=time.monotonic() - start)
+            return settle(sdk.name, vector["id"], False, problem, xfails=sdk.expected_failures, seconds=0.0)
+        if needs_missing(vector, sdk):
+            return Result(sdk.name, vector["id"], NA, "needs " + ", ".join(needs_missing(vector, sdk)))
+        try:
+            runner(vector, sdk)
+            ok, detail = True, ""
+        except Failed as exc:
+            ok, detail = False, str(exc)
+        return settle(sdk.name, vector["id"], ok, detail, xfails=sdk.expected_failures,
+                      seconds=time.monotonic() - start)
+
+    with ThreadPoolExecutor(max_workers=jobs or jobs_from_env(), thread_name_prefix=f"vectors-{sdk.name}") as pool:
+        results = list(pool.map(one, chosen))
+    for result in results:
         report(result, out)
-        results.append(result)
     return results

@@ -39,9 +39,9 @@ from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules import cli, model
 from spark_pipeline.rules.model import RULES_TOPIC, Rule, RuleStatus
 from spark_pipeline.rules.store import RuleStore
-from tests.kafka_helpers import consume_all
 from tests.sdk_events import Decoder
 from tests.spark_pipeline.truth import new_topic, produce_events
+from tests.support.kafka import consume_all
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
