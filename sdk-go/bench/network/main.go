@@ -291,7 +291,9 @@ func produce(sdk, url string, n int) {
 			log.Fatal(err)
 		}
 		track = func(i int) {
-			_ = c.Enqueue(posthog.Capture{DistinctId: fmt.Sprintf("user-%d", i%9973), Event: "page_view", Properties: properties(i)})
+			// posthog-go v1.5.2 sends no uuid unless given one; the sink counts distinct ids.
+			_ = c.Enqueue(posthog.Capture{Uuid: fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
+				DistinctId: fmt.Sprintf("user-%d", i%9973), Event: "page_view", Properties: properties(i)})
 		}
 		closeIt = func() { _ = c.Close() }
 	default:
