@@ -249,8 +249,18 @@ def test_a_rule_applied_while_events_flow_equals_an_independent_count(pipeline: 
                  lambda: (x := p.status(counts.name)) and x.last_batch_at and x.lag is not None and x.lag <= 10 and x)
     assert s.rows_per_s >= 0
     assert p.placement(counts.name).tier == "realtime"  # a windowed count: packed
-    series = f'headwater_rule_state{{rule="{counts.name}",tier="realtime",state="running"}} 1.0'
-    exposed = wait_for("the rule's series on /metrics", lambda: m if series in (m := p.metrics()) else None)
+    series = f'headwater_rule_state{{rule="{counts.name}",state="running",tier="realtime"}} 1.0'  # labels sorted
+    seen = [""]
+
+    def exposes() -> str | None:
+        seen[0] = p.metrics()
+        return seen[0] if series in seen[0] else None
+
+    try:
+        exposed = wait_for("the rule's series on /metrics", exposes, 60)
+    except AssertionError as exc:
+        lines = [x for x in seen[0].splitlines() if x.startswith(("headwater_rule_state", "headwater_query_active"))]
+        raise AssertionError(f"{exc}; its series: {lines}") from None
     assert 'headwater_query_active{query="enriched"} 1.0' in exposed
     assert 'headwater_query_latency_seconds{query="enriched",quantile="0.99"}' in exposed
 
