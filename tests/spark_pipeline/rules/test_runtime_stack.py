@@ -262,7 +262,7 @@ def test_a_rule_applied_while_events_flow_equals_an_independent_count(pipeline: 
         lines = [x for x in seen[0].splitlines() if x.startswith(("headwater_rule_state", "headwater_query_active"))]
         raise AssertionError(f"{exc}; its series: {lines}") from None
     assert 'headwater_query_active{query="enriched"} 1.0' in exposed
-    assert 'headwater_query_latency_seconds{query="enriched",quantile="0.99"}' in exposed
+    assert 'headwater_query_latency_seconds{quantile="0.99",query="enriched"}' in exposed, exposed
 
 
 @pytest.mark.timeout(600)
