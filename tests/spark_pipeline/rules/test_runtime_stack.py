@@ -154,7 +154,8 @@ class Pipeline:
     def placement(self, name: str) -> Placement:
         manager = runtime.running()[-1]
         assert isinstance(manager, runtime.PipelineRules)
-        return manager.spark_launcher.placements[name]
+        placements = manager.spark_launcher.placements  # filled when the manager starts the rule (within a second)
+        return wait_for(f"rule {name} placed in a tier", lambda: placements.get(name), 60)  # type: ignore[no-any-return]
 
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.cfg.metrics_port}/metrics", timeout=10) as resp:
