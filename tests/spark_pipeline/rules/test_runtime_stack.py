@@ -236,14 +236,24 @@ def converged(p: Pipeline, rule: Rule) -> dict[tuple[int, str], int] | None:
     return got if got and got == p.sender.minute_counts() else None
 
 
+def wait_converged(p: Pipeline, rule: Rule, what: str) -> None:
+    """Wait until the rule's latest counts equal the sender's; on a timeout say which windows differ."""
+    try:
+        wait_for(what, lambda: converged(p, rule))
+    except AssertionError as exc:
+        got = window_counts(latest_by_key(p.cfg.bootstrap, p.cfg.registry_url, rule.topic))
+        want = p.sender.minute_counts()
+        diff = {k: (got.get(k), want.get(k)) for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)}
+        raise AssertionError(f"{exc}; windows (got, sent) that differ: {diff}") from None
+
+
 @pytest.mark.timeout(1200)
 def test_a_rule_applied_while_events_flow_equals_an_independent_count(pipeline: Pipeline, counts: Rule) -> None:
     p = pipeline
     status = p.wait_state(counts.name, "running")
     assert (status.version, status.fresh_start, status.error) == (counts.version, False, None)
     assert status.tier == "realtime" and "windowed aggregation" in (status.tier_reason or "")  # `rules list` says
-    wait_for(f"{counts.topic} to equal the counts of the {len(p.sender.sent)} events sent",
-             lambda: converged(p, counts))
+    wait_converged(p, counts, f"{counts.topic} to equal the counts of the {len(p.sender.sent)} events sent")
     assert p.builtin_active()
     # A real-time query reports progress when its batch ends (every `realtime_batch`): the lag is as of then.
     s = wait_for("a status with throughput and a lag of at most 10 records",
@@ -335,7 +345,7 @@ def test_a_rule_failing_at_run_time_is_isolated_and_retried(pipeline: Pipeline, 
     before = len(p.sender.sent)
     p.sender.send(5)  # the other rules and the built-in query go on
     assert p.wait_state(counts.name, "running").error is None
-    wait_for("the other rule to count the new events", lambda: converged(p, counts))
+    wait_converged(p, counts, "the other rule to count the new events")
     sent = {i for i, _, _ in p.sender.sent}
     new = {i for i, _, _ in p.sender.sent[before:]}
     got = wait_for("the packed filter's output to hold the new events", lambda: (o := output_ids(p, good)) >= new and o)
@@ -409,7 +419,7 @@ def test_a_schema_version_added_while_a_rule_runs(pipeline: Pipeline) -> None:
 @pytest.mark.timeout(1200)
 def test_the_pipeline_restarted_with_rules_in_place_resumes_them(pipeline: Pipeline, counts: Rule) -> None:
     p = pipeline
-    wait_for("the rule's output before the restart", lambda: converged(p, counts))
+    wait_converged(p, counts, "the rule's output before the restart")
     query = f"rule.{counts.name}.v{counts.version}"
     before = {name: batch_id(q) for name, q in p.rule_query_objects().items()}
     p.stop()
@@ -418,7 +428,7 @@ def test_the_pipeline_restarted_with_rules_in_place_resumes_them(pipeline: Pipel
     p.start()
     status = p.wait_state(counts.name, "running")
     assert status.version == counts.version and not status.fresh_start
-    wait_for("the rule's output to count the events sent while it was down", lambda: converged(p, counts))
+    wait_converged(p, counts, "the rule's output to count the events sent while it was down")
     resumed = p.rule_query_objects()[query]
     assert batch_id(resumed) > before[query]  # its checkpoint's batch sequence goes on
     for name, rule in p.store.latest_rules().items():  # every stored rule is back
