@@ -18,38 +18,42 @@ const GatewayMaxEvents = 40
 // Config holds every option of a Client; the README's option table says what each one does. Durations are
 // seconds (floats) in the environment: HEADWATER_LINGER_S=0.05 is Linger 50 ms.
 type Config struct {
-	Endpoint          string        // HEADWATER_ENDPOINT (alias GATEWAY_URL)
-	WriteKey          string        // HEADWATER_WRITE_KEY
-	SpoolDir          string        // HEADWATER_SPOOL_DIR; "" keeps pending batches in memory
-	WireFormat        WireFormat    // HEADWATER_WIRE_FORMAT: json (default) or avro (the fast path)
-	RegistryURL       string        // HEADWATER_REGISTRY_URL (alias REGISTRY_URL), needed by avro
-	SchemaRefresh     time.Duration // HEADWATER_SCHEMA_REFRESH_S, default 300 s
-	Compression       Compression   // HEADWATER_COMPRESSION: zstd (default), gzip, identity
-	MaxBatchEvents    int           // HEADWATER_MAX_BATCH_EVENTS, 1..40, default 40
-	MaxBatchBytes     int           // HEADWATER_MAX_BATCH_BYTES, default 512 KiB
-	MaxEventBytes     int           // HEADWATER_MAX_EVENT_BYTES, default 64 KiB
-	Linger            time.Duration // HEADWATER_LINGER_S, default 50 ms
-	MaxQueueEvents    int           // HEADWATER_MAX_QUEUE_EVENTS, default 10,000
-	QueuePolicy       QueuePolicy   // HEADWATER_QUEUE_POLICY: drop_newest (default), drop_oldest, block, spill
-	BlockTimeout      time.Duration // HEADWATER_BLOCK_TIMEOUT_S, default 100 ms (policy block)
-	MaxPendingBatches int           // HEADWATER_MAX_PENDING_BATCHES, default 1,000 (memory store)
-	SpoolMaxBytes     int64         // HEADWATER_SPOOL_MAX_BYTES, default 256 MiB
-	SpoolOverflow     SpoolOverflow // HEADWATER_SPOOL_OVERFLOW: backpressure (default), drop_oldest
-	SpoolFsync        SpoolFsync    // HEADWATER_SPOOL_FSYNC: always (default), never
-	RequestTimeout    time.Duration // HEADWATER_REQUEST_TIMEOUT_S, default 10 s
-	RetryDeadline     time.Duration // HEADWATER_RETRY_DEADLINE_S, default 300 s
-	RetryBase         time.Duration // HEADWATER_RETRY_BASE_S, default 0.5 s
-	RetryMax          time.Duration // HEADWATER_RETRY_MAX_S, default 30 s
-	RetryRefusedMax   time.Duration // HEADWATER_RETRY_REFUSED_MAX_S, default 2 s: backoff cap after a refused connection and while Close waits
-	ConnectionMaxAge  time.Duration // HEADWATER_CONNECTION_MAX_AGE_S, default 300 s (+-10 % jitter)
-	ExitTimeout       time.Duration // HEADWATER_EXIT_TIMEOUT_S, default 5 s: Close's bound when ctx has no deadline
-	MaxInFlight       int           // HEADWATER_MAX_IN_FLIGHT, default 16: the ceiling of the adaptive in-flight limit
-	CABundle          string        // HEADWATER_CA_BUNDLE: a PEM file of CAs trusted instead of the system's (https)
-	NodeID            string        // HEADWATER_NODE_ID, default the host name
-	Context           map[string]string
-	OnDelivery        func(DeliveryReport)
-	OnError           func(error)
-	Transport         Transport
+	Endpoint              string        // HEADWATER_ENDPOINT (alias GATEWAY_URL); may be left empty when Endpoints is set
+	Endpoints             []string      // HEADWATER_ENDPOINTS (comma-separated): several endpoints in order, the primary first (failover)
+	FailoverAfter         time.Duration // HEADWATER_FAILOVER_AFTER_S, default 10 s: how long the active endpoint fails before the next one is used
+	FailoverAfterFailures int           // HEADWATER_FAILOVER_AFTER_FAILURES, default 3: and at least this many consecutive failed attempts
+	FailbackProbe         time.Duration // HEADWATER_FAILBACK_PROBE_S, default 10 s: how often earlier endpoints are probed (GET /readyz)
+	WriteKey              string        // HEADWATER_WRITE_KEY
+	SpoolDir              string        // HEADWATER_SPOOL_DIR; "" keeps pending batches in memory
+	WireFormat            WireFormat    // HEADWATER_WIRE_FORMAT: json (default) or avro (the fast path)
+	RegistryURL           string        // HEADWATER_REGISTRY_URL (alias REGISTRY_URL), needed by avro
+	SchemaRefresh         time.Duration // HEADWATER_SCHEMA_REFRESH_S, default 300 s
+	Compression           Compression   // HEADWATER_COMPRESSION: zstd (default), gzip, identity
+	MaxBatchEvents        int           // HEADWATER_MAX_BATCH_EVENTS, 1..40, default 40
+	MaxBatchBytes         int           // HEADWATER_MAX_BATCH_BYTES, default 512 KiB
+	MaxEventBytes         int           // HEADWATER_MAX_EVENT_BYTES, default 64 KiB
+	Linger                time.Duration // HEADWATER_LINGER_S, default 50 ms
+	MaxQueueEvents        int           // HEADWATER_MAX_QUEUE_EVENTS, default 10,000
+	QueuePolicy           QueuePolicy   // HEADWATER_QUEUE_POLICY: drop_newest (default), drop_oldest, block, spill
+	BlockTimeout          time.Duration // HEADWATER_BLOCK_TIMEOUT_S, default 100 ms (policy block)
+	MaxPendingBatches     int           // HEADWATER_MAX_PENDING_BATCHES, default 1,000 (memory store)
+	SpoolMaxBytes         int64         // HEADWATER_SPOOL_MAX_BYTES, default 256 MiB
+	SpoolOverflow         SpoolOverflow // HEADWATER_SPOOL_OVERFLOW: backpressure (default), drop_oldest
+	SpoolFsync            SpoolFsync    // HEADWATER_SPOOL_FSYNC: always (default), never
+	RequestTimeout        time.Duration // HEADWATER_REQUEST_TIMEOUT_S, default 10 s
+	RetryDeadline         time.Duration // HEADWATER_RETRY_DEADLINE_S, default 300 s
+	RetryBase             time.Duration // HEADWATER_RETRY_BASE_S, default 0.5 s
+	RetryMax              time.Duration // HEADWATER_RETRY_MAX_S, default 30 s
+	RetryRefusedMax       time.Duration // HEADWATER_RETRY_REFUSED_MAX_S, default 2 s: backoff cap after a refused connection and while Close waits
+	ConnectionMaxAge      time.Duration // HEADWATER_CONNECTION_MAX_AGE_S, default 300 s (+-10 % jitter)
+	ExitTimeout           time.Duration // HEADWATER_EXIT_TIMEOUT_S, default 5 s: Close's bound when ctx has no deadline
+	MaxInFlight           int           // HEADWATER_MAX_IN_FLIGHT, default 16: the ceiling of the adaptive in-flight limit
+	CABundle              string        // HEADWATER_CA_BUNDLE: a PEM file of CAs trusted instead of the system's (https)
+	NodeID                string        // HEADWATER_NODE_ID, default the host name
+	Context               map[string]string
+	OnDelivery            func(DeliveryReport)
+	OnError               func(error)
+	Transport             Transport
 }
 
 // DefaultConfig is the configuration with every default and no endpoint or key.
@@ -65,7 +69,8 @@ func DefaultConfig() Config {
 		SpoolOverflow: "backpressure", SpoolFsync: "always", RequestTimeout: 10 * time.Second,
 		RetryDeadline: 300 * time.Second, RetryBase: 500 * time.Millisecond, RetryMax: 30 * time.Second,
 		RetryRefusedMax: 2 * time.Second, ConnectionMaxAge: 300 * time.Second, ExitTimeout: 5 * time.Second,
-		MaxInFlight: 16, NodeID: host,
+		MaxInFlight: 16, NodeID: host, FailoverAfter: 10 * time.Second, FailoverAfterFailures: 3,
+		FailbackProbe: 10 * time.Second,
 	}
 }
 
@@ -103,6 +108,18 @@ func strVar[T ~string](f func(*Config) *T) func(*Config, string, string) error {
 
 var envFields = []envField{
 	{[]string{"HEADWATER_ENDPOINT", "GATEWAY_URL"}, strVar(func(c *Config) *string { return &c.Endpoint })},
+	{[]string{"HEADWATER_ENDPOINTS"}, func(c *Config, raw, _ string) error {
+		c.Endpoints = nil
+		for _, part := range strings.Split(raw, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				c.Endpoints = append(c.Endpoints, part)
+			}
+		}
+		return nil
+	}},
+	{[]string{"HEADWATER_FAILOVER_AFTER_S"}, durVar(func(c *Config) *time.Duration { return &c.FailoverAfter })},
+	{[]string{"HEADWATER_FAILOVER_AFTER_FAILURES"}, intVar(func(c *Config) *int { return &c.FailoverAfterFailures })},
+	{[]string{"HEADWATER_FAILBACK_PROBE_S"}, durVar(func(c *Config) *time.Duration { return &c.FailbackProbe })},
 	{[]string{"HEADWATER_WRITE_KEY"}, strVar(func(c *Config) *string { return &c.WriteKey })},
 	{[]string{"HEADWATER_SPOOL_DIR"}, strVar(func(c *Config) *string { return &c.SpoolDir })},
 	{[]string{"HEADWATER_WIRE_FORMAT"}, strVar(func(c *Config) *WireFormat { return &c.WireFormat })},
@@ -160,8 +177,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 
 // Validate checks every option; the error names the bad one and its environment variable.
 func (c *Config) Validate() error {
-	if !urlPattern.MatchString(c.Endpoint) {
-		return &ConfigError{fmt.Sprintf("Endpoint (HEADWATER_ENDPOINT or GATEWAY_URL) must be an http:// or https:// URL, got %q", c.Endpoint)}
+	if err := c.validateEndpoints(); err != nil {
+		return err
 	}
 	if c.WriteKey == "" {
 		return &ConfigError{"WriteKey (HEADWATER_WRITE_KEY) must be a non-empty string"}
@@ -188,6 +205,9 @@ func (c *Config) Validate() error {
 		durBetween("RetryBase", "HEADWATER_RETRY_BASE_S", c.RetryBase, time.Millisecond),
 		durBetween("RetryMax", "HEADWATER_RETRY_MAX_S", c.RetryMax, time.Millisecond),
 		durBetween("RetryRefusedMax", "HEADWATER_RETRY_REFUSED_MAX_S", c.RetryRefusedMax, time.Millisecond),
+		between("FailoverAfterFailures", "HEADWATER_FAILOVER_AFTER_FAILURES", int64(c.FailoverAfterFailures), 1, 1_000_000),
+		durBetween("FailoverAfter", "HEADWATER_FAILOVER_AFTER_S", c.FailoverAfter, 0),
+		durBetween("FailbackProbe", "HEADWATER_FAILBACK_PROBE_S", c.FailbackProbe, time.Millisecond),
 		durBetween("ConnectionMaxAge", "HEADWATER_CONNECTION_MAX_AGE_S", c.ConnectionMaxAge, time.Millisecond),
 	}
 	for _, err := range checks {
@@ -206,6 +226,43 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeID == "" {
 		return &ConfigError{"NodeID (HEADWATER_NODE_ID) must be a non-empty string"}
+	}
+	return nil
+}
+
+// maxEndpoints is the most endpoints a client takes.
+const maxEndpoints = 8
+
+// endpointList is the endpoints in order: Endpoints, or the one Endpoint.
+func (c *Config) endpointList() []string {
+	if len(c.Endpoints) > 0 {
+		return c.Endpoints
+	}
+	return []string{c.Endpoint}
+}
+
+func (c *Config) validateEndpoints() error {
+	if len(c.Endpoints) == 0 {
+		if !urlPattern.MatchString(c.Endpoint) {
+			return &ConfigError{fmt.Sprintf("Endpoint (HEADWATER_ENDPOINT or GATEWAY_URL) must be an http:// or https:// URL, got %q", c.Endpoint)}
+		}
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, u := range c.Endpoints {
+		if !urlPattern.MatchString(u) {
+			return &ConfigError{fmt.Sprintf("Endpoints (HEADWATER_ENDPOINTS) must be http:// or https:// URLs, got %q", u)}
+		}
+		if strings.HasPrefix(u, "https:") != strings.HasPrefix(c.Endpoints[0], "https:") {
+			return &ConfigError{fmt.Sprintf("Endpoints (HEADWATER_ENDPOINTS) must all be http:// or all https://, got %q", c.Endpoints)}
+		}
+		seen[strings.TrimRight(u, "/")] = true
+	}
+	if len(c.Endpoints) > maxEndpoints || len(seen) != len(c.Endpoints) {
+		return &ConfigError{fmt.Sprintf("Endpoints (HEADWATER_ENDPOINTS) must be 1 to %d distinct URLs, got %q", maxEndpoints, c.Endpoints)}
+	}
+	if c.Endpoint != "" && c.Endpoint != c.Endpoints[0] {
+		return &ConfigError{fmt.Sprintf("Endpoint %q must be the first of Endpoints %q (or be left empty)", c.Endpoint, c.Endpoints)}
 	}
 	return nil
 }

@@ -148,6 +148,17 @@ func (g *gate) answered() {
 	}
 }
 
+// switched: the client moved to another endpoint (protocol.md §9); the streak and any Retry-After hold (the old
+// endpoint's) end, and every wait ends, so pending batches go to the new endpoint at once.
+func (g *gate) switched() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.since, g.failures, g.prober = time.Time{}, 0, 0
+	g.notBefore = time.Time{}
+	g.wakes++
+	g.changed.notify()
+}
+
 // gaveUp: delivery me stops probing (deadline or stop); the next delivery at the gate probes.
 func (g *gate) gaveUp(me uint64) {
 	g.mu.Lock()

@@ -142,6 +142,13 @@ func (w *window) release(s slot, sig signal) {
 	w.changed.notify()
 }
 
+// newPath: the client moved to another endpoint (protocol.md §9); the window stays, minRTT starts again.
+func (w *window) newPath() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lim.bucketMin, w.lim.olderMin, w.lim.bucketStart = math.MaxInt64, math.MaxInt64, time.Time{}
+}
+
 // size is the current window, and peak the most requests outstanding at once so far.
 func (w *window) size() (size, peak int) {
 	w.mu.Lock()

@@ -14,7 +14,8 @@ import (
 // the gateway accepted. Rejected: events the gateway rejected (listed in a 200/422). Dropped: events dropped,
 // by reason (refused batches count as refused_http_<status>). Retries: retried requests. PendingBatches /
 // PendingEvents: sealed, not yet answered. SpoolBytes: bytes held by pending batches. InFlightLimit: the adaptive
-// in-flight window now (protocol.md §6.2), between 1 and MaxInFlight.
+// in-flight window now (protocol.md §6.2), between 1 and MaxInFlight. Endpoint: the endpoint sent to now;
+// Failovers / Failbacks: moves to the next endpoint / back to an earlier one (protocol.md §9).
 type Metrics struct {
 	Queued         int
 	Enqueued       int64
@@ -28,6 +29,9 @@ type Metrics struct {
 	PendingEvents  int
 	SpoolBytes     int64
 	InFlightLimit  int
+	Endpoint       string
+	Failovers      int64
+	Failbacks      int64
 }
 
 // DroppedTotal is the events dropped for any reason.

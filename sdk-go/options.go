@@ -9,6 +9,18 @@ type Option func(*Config)
 // WithConfig applies an arbitrary change to the Config (for options without their own With function).
 func WithConfig(f func(*Config)) Option { return Option(f) }
 
+// WithEndpoints gives several endpoints in order, the primary first: the client fails over to the next one and back
+// (protocol.md §9). New's endpoint may then be "" (or the first of urls).
+func WithEndpoints(urls ...string) Option {
+	return func(c *Config) { c.Endpoints = append([]string(nil), urls...) }
+}
+
+// WithFailover sets how long (after) and for how many consecutive attempts (failures) an endpoint fails before
+// the next one is used, and how often earlier endpoints are probed to fail back (probe).
+func WithFailover(after time.Duration, failures int, probe time.Duration) Option {
+	return func(c *Config) { c.FailoverAfter, c.FailoverAfterFailures, c.FailbackProbe = after, failures, probe }
+}
+
 // WithSpoolDir keeps pending batches in a crash-safe spool directory (one client per directory).
 func WithSpoolDir(dir string) Option { return func(c *Config) { c.SpoolDir = dir } }
 

@@ -259,6 +259,7 @@ func (p *pipeline) metrics() Metrics {
 	m.Queued, m.Enqueued = queued+open, accepted
 	m.PendingBatches, m.PendingEvents, m.SpoolBytes = p.store.stats()
 	m.InFlightLimit, _ = p.sender.window.size()
+	m.Endpoint, m.Failovers, m.Failbacks = p.sender.eps.stats()
 	return m
 }
 

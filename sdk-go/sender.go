@@ -4,6 +4,7 @@ package headwater
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,7 +41,7 @@ type sender struct {
 	tr       Transport
 	counters *counters
 	report   func(error)
-	url      string
+	eps      *endpoints
 	auth     string
 	ctx      context.Context // cancelled at the hard stop of Close: aborts requests and waits
 	durable  bool
@@ -55,7 +56,8 @@ func newSender(ctx context.Context, cfg *Config, tr Transport, c *counters, repo
 	}
 	return &sender{cfg: cfg, tr: tr, counters: c, report: report, ctx: ctx, durable: durable, schemas: schemas,
 		gate: newGate(cfg.RetryRefusedMax, report), window: newWindow(cfg.MaxInFlight),
-		url: strings.TrimRight(cfg.Endpoint, "/") + "/v1/batch", auth: "Bearer " + cfg.WriteKey,
+		eps:  newEndpoints(cfg.endpointList(), cfg.FailoverAfterFailures, cfg.FailoverAfter, cfg.FailbackProbe, time.Now),
+		auth: "Bearer " + cfg.WriteKey,
 		bufs: sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}}
 }
 
@@ -82,8 +84,9 @@ func (s *sender) deliver(b *Batch) (action, []*Batch) {
 		if enc == nil { // Avro: a registry that cannot be reached is retried like the gateway
 			enc, terr = s.encode(b, raw, packed)
 		}
+		switched := false
 		if enc != nil {
-			if resp, terr = s.post(enc); terr == nil {
+			if resp, terr, switched = s.post(enc); terr == nil {
 				s.gate.answered()
 				return s.answered(b, enc, resp)
 			}
@@ -91,13 +94,19 @@ func (s *sender) deliver(b *Batch) (action, []*Batch) {
 		if s.ctx.Err() != nil {
 			return actRelease, nil
 		}
+		if switched { // failed over (protocol.md §9): the old endpoint's streak and hold end; try the new one now
+			s.gate.switched()
+			s.counters.addRetry()
+			continue
+		}
 		since := s.gate.failed(me, terr)
 		retryAfter := s.retryAfter(terr)
 		if retryAfter >= 0 {
 			s.gate.hold(time.Duration(retryAfter * float64(time.Second)))
 		}
 		limit := s.cfg.RetryMax
-		if terr.Refused {
+		short := len(s.eps.urls) > 1 && (terr.Status == 0 || healthFailure(terr.Status)) // §9: reach the failover bound on time
+		if terr.Refused || short {
 			limit = min(s.cfg.RetryRefusedMax, s.cfg.RetryMax)
 		}
 		wait := s.gate.capped(backoff(attempt, s.cfg.RetryBase, limit, retryAfter))
@@ -119,42 +128,95 @@ func (s *sender) retryAfter(terr *TransportError) float64 {
 	return min(terr.RetryAfter, retryAfterCapFactor*s.cfg.RetryMax.Seconds())
 }
 
-// post sends one attempt inside a place of the window; a retryable status or no answer is a *TransportError.
-func (s *sender) post(enc *encoded) (*Response, *TransportError) {
+// post sends one attempt to the active endpoint inside a place of the window; a retryable status or no answer is
+// a *TransportError, and switched says that this failure moved the client to another endpoint.
+func (s *sender) post(enc *encoded) (*Response, *TransportError, bool) {
 	if enc.empty() { // every event was rejected by the Avro encoder: nothing to send
-		return &Response{Status: 200, Body: []byte(`{"accepted":0,"rejected":[]}`)}, nil
+		return &Response{Status: 200, Body: []byte(`{"accepted":0,"rejected":[]}`)}, nil, false
 	}
+	resp, terr, index := s.attempt(enc)
+	if s.ctx.Err() != nil { // the client stopped: no news about the endpoint
+		return resp, terr, false
+	}
+	if terr != nil && (terr.Status == 0 || healthFailure(terr.Status)) {
+		return nil, terr, s.moved(s.eps.failed(index))
+	}
+	s.eps.answered(index)
+	return resp, terr, false
+}
+
+// attempt sends one request (see post) and says which endpoint it went to.
+func (s *sender) attempt(enc *encoded) (*Response, *TransportError, int) {
+	s.probe()
+	index, base := s.eps.current()
 	header := http.Header{
 		"Content-Type": {enc.contentType}, "Content-Encoding": {string(s.cfg.Compression)},
 		"Authorization": {s.auth}, "User-Agent": {UserAgent},
 	}
 	place, ok := s.window.acquire(s.ctx)
 	if !ok {
-		return nil, &TransportError{Msg: "client stopped", RetryAfter: -1, Err: s.ctx.Err()}
+		return nil, &TransportError{Msg: "client stopped", RetryAfter: -1, Err: s.ctx.Err()}, index
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	resp, err := s.tr.Send(ctx, &Request{Method: http.MethodPost, URL: s.url, Header: header, Body: enc.body})
+	resp, err := s.tr.Send(ctx, &Request{Method: http.MethodPost, URL: base + "/v1/batch", Header: header, Body: enc.body})
 	if err != nil {
 		s.window.release(place, signalFailure)
 		var terr *TransportError
 		if errors.As(err, &terr) {
-			return nil, terr
+			return nil, terr, index
 		}
-		return nil, &TransportError{Msg: err.Error(), RetryAfter: -1, Err: err}
+		return nil, &TransportError{Msg: err.Error(), RetryAfter: -1, Err: err}, index
 	}
 	switch classify(resp.Status) {
 	case outcomeRetry:
 		s.window.release(place, signalFailure)
 		code, msg := parseError(resp.Body)
 		ra := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		return nil, &TransportError{Status: resp.Status, RetryAfter: ra, Msg: strings.TrimSpace(code + " " + msg)}
+		return nil, &TransportError{Status: resp.Status, RetryAfter: ra, Msg: strings.TrimSpace(code + " " + msg)}, index
 	case outcomeDone:
 		s.window.release(place, signalSuccess)
 	default:
 		s.window.release(place, signalNeutral)
 	}
-	return resp, nil
+	return resp, nil, index
+}
+
+// probe: while on a later endpoint, one sender at a time asks the earlier ones GET /readyz (when due), and the
+// client returns to the first that answers 200 (protocol.md §9). The probe carries no write key.
+func (s *sender) probe() {
+	targets := s.eps.probeTargets()
+	if len(targets) == 0 {
+		return
+	}
+	ready := -1
+	for _, i := range targets {
+		ctx, cancel := context.WithTimeout(s.ctx, min(probeTimeout, s.cfg.RequestTimeout))
+		resp, err := s.tr.Send(ctx, &Request{Method: http.MethodGet, URL: s.eps.urls[i] + readyPath,
+			Header: http.Header{"User-Agent": {UserAgent}}})
+		cancel()
+		if err == nil && resp.Status == 200 {
+			ready = i
+			break
+		}
+	}
+	s.moved(s.eps.probed(ready))
+}
+
+// moved logs and acts on a move to another endpoint; true if there was one.
+func (s *sender) moved(sw *endpointSwitch) bool {
+	if sw == nil {
+		return false
+	}
+	s.window.newPath()
+	if sw.failback {
+		slog.Warn("headwater: failing back (ready again)", "to", sw.new, "from", sw.old)
+		s.gate.switched()
+	} else {
+		slog.Warn("headwater: failing over", "from", sw.old, "to", sw.new, "failed_attempts", sw.failures,
+			"after", sw.spent.Round(time.Millisecond))
+	}
+	return true
 }
 
 func (s *sender) gaveUp(b *Batch, terr *TransportError) action {

@@ -6,16 +6,18 @@ stands in for the round trip to a distant gateway (1, 50 and 100 ms by default; 
 concurrently, as a network would), counts distinct events and the TCP connections it was sent on, and can go
 down (503, no Retry-After) for a while. Each run is a fresh process:
 
-1. **throughput**: per latency and SDK, `--events` ~1 KB events are tracked in a loop, then flushed; the clock
-   stops when the sink has counted every event. Figures: events/s, connections used, whole-process CPU per
-   delivered event (`time.process_time()`, every thread), and the peers' CPU per event over headwater's. Every
-   SDK runs with its defaults, except that each queue holds the whole run (so nothing is dropped for the
-   figures' sake).
+1. **throughput**: per latency and SDK, `--events` (60,000) ~1 KB events are tracked in a loop, then flushed;
+   the clock stops when the sink has counted every event. Figures: events/s over the whole run (start-up and
+   tail included), **steady events/s** (the sink's count rate between 25 % and 75 % of the events delivered:
+   the rate the SDK holds once its window is open), connections used, whole-process CPU per delivered event
+   (`time.process_time()`, every thread), the sink's CPU over the run's wall time (near 100 % would mean the
+   sink, not the SDK, is the limit), and the peers' CPU per event over headwater's. Every SDK runs with its
+   defaults, except that each queue holds the whole run (so nothing is dropped for the figures' sake).
 2. **outage**: `--tries` times, the sink goes down for `--outage-s` (10 s), headwater tracks `--outage-events`
    (2,000) at once and calls `close(timeout=30)`; the try counts if the sink received every event and close
    returned True.
 
-Usage: `python sdk-python/bench/bench_network.py [--events 20000] [--latencies 1,50,100] [--sdks ...]
+Usage: `python sdk-python/bench/bench_network.py [--events 60000] [--latencies 1,50,100] [--sdks ...]
 [--tries 10]` (needs `sdk-python/bench/requirements.txt`; `make setup` installs it). Prints the load average,
 a table, the outage tries, then one JSON line.
 """
@@ -54,7 +56,7 @@ def serve(port_file: str) -> None:
     from aiohttp import web
 
     state: dict[str, Any] = {"ids": set(), "received": 0, "requests": 0, "conns": set(), "delay_ms": 0,
-                             "down_until": 0.0}
+                             "down_until": 0.0, "progress": [], "cpu0": time.process_time()}
 
     async def handle(request: web.Request) -> web.Response:
         body = await request.read()  # aiohttp undid gzip / zstd
@@ -67,6 +69,7 @@ def serve(port_file: str) -> None:
         items = doc.get("events") or doc.get("batch") or []
         for e in items:
             state["ids"].add(e.get("event_id") or e.get("messageId") or e.get("uuid"))
+        state["progress"].append((time.monotonic(), len(state["ids"])))
         state["received"] += len(items)
         state["requests"] += 1
         return web.json_response({"batch_id": doc.get("batch_id"), "accepted": len(items), "rejected": [],
@@ -74,11 +77,14 @@ def serve(port_file: str) -> None:
 
     async def stats(request: web.Request) -> web.Response:
         return web.json_response({"events": len(state["ids"]), "received": state["received"],
-                                  "requests": state["requests"], "connections": len(state["conns"])})
+                                  "requests": state["requests"], "connections": len(state["conns"]),
+                                  "steady_events_per_s": steady_rate(state["progress"]),
+                                  "sink_cpu_s": time.process_time() - state["cpu0"]})
 
     async def config(request: web.Request) -> web.Response:
         state.update(ids=set(), received=0, requests=0, conns=set(), delay_ms=int(request.query.get("delay_ms", "0")),
-                     down_until=time.monotonic() + float(request.query.get("down_s", "0")))
+                     down_until=time.monotonic() + float(request.query.get("down_s", "0")), progress=[],
+                     cpu0=time.process_time())
         return web.json_response({"ok": True})
 
     app = web.Application(client_max_size=8 << 20)
@@ -91,6 +97,16 @@ def serve(port_file: str) -> None:
         f.write(str(sock.getsockname()[1]))
     os.replace(port_file + ".tmp", port_file)
     web.run_app(app, sock=sock, print=None, handle_signals=True, backlog=1024)
+
+
+def steady_rate(progress: list[tuple[float, int]]) -> float:
+    """Distinct events per second between the answers that brought the count to 25 % and to 75 % of its total."""
+    if not progress:
+        return 0.0
+    total = progress[-1][1]
+    lo = next(p for p in progress if p[1] >= total * 0.25)
+    hi = next(p for p in progress if p[1] >= total * 0.75)
+    return (hi[1] - lo[1]) / (hi[0] - lo[0]) if hi[0] > lo[0] else 0.0
 
 
 def get(url: str) -> dict[str, Any]:
@@ -139,8 +155,9 @@ def run_throughput(name: str, url: str, n: int) -> dict[str, Any]:
     stats = wait_for(url, n, 600)
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return {"sdk": name, "events": n, "delivered": stats["events"], "seconds": wall,
-            "events_per_s": stats["events"] / wall, "connections": stats["connections"],
-            "cpu_us_per_event": cpu / max(stats["events"], 1) * 1e6}
+            "events_per_s": stats["events"] / wall, "steady_events_per_s": stats["steady_events_per_s"],
+            "connections": stats["connections"], "cpu_us_per_event": cpu / max(stats["events"], 1) * 1e6,
+            "sink_cpu_share": stats["sink_cpu_s"] / wall}
 
 
 def run_outage(url: str, n: int, close_s: float) -> dict[str, Any]:
@@ -158,7 +175,7 @@ def run_outage(url: str, n: int, close_s: float) -> dict[str, Any]:
 # --- the driver ---------------------------------------------------------------------------------------------
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--events", type=int, default=20_000)
+    ap.add_argument("--events", type=int, default=60_000)
     ap.add_argument("--latencies", default="1,50,100")
     ap.add_argument("--sdks", default=",".join(SDKS))
     ap.add_argument("--tries", type=int, default=10)
@@ -245,12 +262,14 @@ def ratios(results: list[dict[str, Any]]) -> dict[str, float]:
 def print_report(report: dict[str, Any]) -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in report['load_avg_before'])}; "
           f"after: {' '.join(f'{x:.2f}' for x in report['load_avg_after'])}")
-    head = f"{'latency':>8}  {'sdk':<10}{'delivered':>10}{'events/s':>10}{'conns':>7}{'CPU us/event':>14}"
+    head = (f"{'latency':>8}  {'sdk':<10}{'delivered':>10}{'events/s':>10}{'steady/s':>10}{'conns':>7}"
+            f"{'CPU us/event':>14}{'sink CPU':>10}")
     print(head)
     print("-" * len(head))
     for r in report["results"]:
         print(f"{r['latency_ms']:>6}ms  {r['sdk']:<10}{r['delivered']:>10}{r['events_per_s']:>10.0f}"
-              f"{r['connections']:>7}{r['cpu_us_per_event']:>14.1f}")
+              f"{r['steady_events_per_s']:>10.0f}{r['connections']:>7}{r['cpu_us_per_event']:>14.1f}"
+              f"{r['sink_cpu_share']:>9.0%}")
     for key, value in report["ratios"].items():
         print(f"{key}: {value:.2f}")
     o = report["outage"]

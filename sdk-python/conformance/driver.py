@@ -85,7 +85,7 @@ class Driver:
     def stats(self, _cmd: dict[str, Any]) -> dict[str, Any]:
         m = self._client().metrics()
         return {"enqueued": m.enqueued, "acknowledged": m.acknowledged, "rejected": m.rejected,
-                "dropped": dict(m.dropped)}
+                "dropped": dict(m.dropped), "failovers": m.failovers, "failbacks": m.failbacks}
 
     def _client(self) -> headwater.Client:
         if self.client is None:

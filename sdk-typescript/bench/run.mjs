@@ -6,12 +6,14 @@
 // distinct events (event_id / messageId / uuid) and the TCP connections it accepted, and can answer 503 (no
 // Retry-After) for a while. Each producer is its own process (producer.mjs):
 //  1. throughput: per latency and SDK, EVENTS ~1.3 KB events are tracked, then the client is closed as its docs
-//     say; the clock stops when the sink counted every event. Figures: events/s, connections, the producer
-//     process's CPU (start-up included) per delivered event, and the peers' CPU per event over headwater's.
+//     say; the clock stops when the sink counted every event. Figures: events/s, the steady rate (events the
+//     sink counted between 25 % and 75 % of the run, per second: the producer's synchronous tracking loop, during
+//     which Node sends nothing, and the tail are left out), connections, the producer process's CPU (start-up
+//     included) per delivered event, and the peers' CPU per event over headwater's.
 //     Defaults everywhere, except that each queue holds the whole run (posthog-node's drops the oldest otherwise).
 //  2. outage: TRIES times the sink goes down for 10 s, headwater tracks 2,000 events at once and calls
 //     close({ timeoutMs: 30000 }); a try counts if the sink received every event and close() resolved.
-// Usage (after `npm ci` in bench/ and the SDK's build): node bench/run.mjs [events=20000] [latencies=1,50,100]
+// Usage (after `npm ci` in bench/ and the SDK's build): node bench/run.mjs [events=60000] [latencies=1,50,100]
 // [tries=10] [sdks=headwater,segment,posthog]
 import { execFile } from "node:child_process";
 import { once } from "node:events";
@@ -24,11 +26,11 @@ import { gunzipSync } from "node:zlib";
 import { decompress } from "zstd-napi";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const [events = "20000", latencies = "1,50,100", tries = "10", sdks = "headwater,segment,posthog"] = process.argv.slice(2);
+const [events = "60000", latencies = "1,50,100", tries = "10", sdks = "headwater,segment,posthog"] = process.argv.slice(2);
 const OUTAGE_MS = 10_000;
 const OUTAGE_EVENTS = 2000;
 const CLOSE_MS = 30_000;
-const sink = { ids: new Set(), received: 0, conns: 0, delayMs: 0, downUntil: 0 };
+const sink = { ids: new Set(), received: 0, conns: 0, delayMs: 0, downUntil: 0, expect: Infinity, q1: undefined, q3: undefined };
 
 const server = http.createServer({ keepAliveTimeout: 15_000 }, (req, res) => {
   const chunks = [];
@@ -54,6 +56,9 @@ const server = http.createServer({ keepAliveTimeout: 15_000 }, (req, res) => {
         // not JSON: counted as no event
       }
       sink.received += n;
+      const size = sink.ids.size; // the steady rate: counted between 25 % and 75 % of the run's events
+      if (sink.q1 === undefined && size >= sink.expect * 0.25) sink.q1 = { t: performance.now(), n: size };
+      if (sink.q3 === undefined && size >= sink.expect * 0.75) sink.q3 = { t: performance.now(), n: size };
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ accepted: n, rejected: [], status: 1 }));
     }, sink.delayMs);
@@ -64,8 +69,14 @@ server.listen(0, "127.0.0.1");
 await once(server, "listening");
 const url = `http://127.0.0.1:${server.address().port}`;
 
-function reset(delayMs, downMs = 0) {
-  Object.assign(sink, { ids: new Set(), received: 0, conns: 0, delayMs, downUntil: Date.now() + downMs });
+function reset(delayMs, downMs = 0, expect = Infinity) {
+  Object.assign(sink, { ids: new Set(), received: 0, conns: 0, delayMs, downUntil: Date.now() + downMs, expect,
+    q1: undefined, q3: undefined });
+}
+
+function steadyRate() {
+  const { q1, q3 } = sink;
+  return q1 && q3 && q3.t > q1.t ? (q3.n - q1.n) / ((q3.t - q1.t) / 1000) : null;
 }
 
 function child(args) {
@@ -90,7 +101,7 @@ const loadBefore = loadavg();
 const results = [];
 for (const latency of latencies.split(",").map(Number)) {
   for (const sdk of sdks.split(",")) {
-    reset(latency);
+    reset(latency, 0, Number(events));
     const t0 = performance.now();
     const out = await child([sdk, url, events]);
     await waitFor(Number(events), 600_000);
@@ -98,7 +109,7 @@ for (const latency of latencies.split(",").map(Number)) {
     if (out === undefined) continue;
     const delivered = sink.ids.size;
     results.push({ latency_ms: latency, sdk, events: Number(events), delivered, seconds, events_per_s: delivered / seconds,
-      connections: sink.conns, cpu_us_per_event: delivered ? out.cpuUs / delivered : Infinity, us_per_track: out.usPerTrack });
+      steady_per_s: steadyRate(), connections: sink.conns, cpu_us_per_event: delivered ? out.cpuUs / delivered : Infinity, us_per_track: out.usPerTrack });
   }
 }
 const outages = [];
@@ -115,11 +126,11 @@ const report = { bench: "sdk_network_node", events: Number(events), load_avg_bef
   results, outage: { outage_s: OUTAGE_MS / 1000, events: OUTAGE_EVENTS, close_s: CLOSE_MS / 1000, tries: outages } };
 const fmt = (xs) => xs.map((x) => x.toFixed(2)).join(" ");
 console.log(`load average before: ${fmt(report.load_avg_before)}; after: ${fmt(report.load_avg_after)}`);
-console.log("latency  sdk         delivered  events/s  conns  CPU µs/event  CPU / headwater's");
+console.log("latency  sdk         delivered  events/s  steady/s  conns  CPU µs/event  CPU / headwater's");
 for (const r of results) {
   const hw = results.find((x) => x.latency_ms === r.latency_ms && x.sdk === "headwater");
   console.log(`${String(r.latency_ms).padStart(5)}ms  ${r.sdk.padEnd(10)} ${String(r.delivered).padStart(9)}  ` +
-    `${r.events_per_s.toFixed(0).padStart(8)}  ${String(r.connections).padStart(5)}  ${r.cpu_us_per_event.toFixed(1).padStart(12)}  ` +
+    `${r.events_per_s.toFixed(0).padStart(8)}  ${(r.steady_per_s ?? 0).toFixed(0).padStart(8)}  ${String(r.connections).padStart(5)}  ${r.cpu_us_per_event.toFixed(1).padStart(12)}  ` +
     `${hw ? (r.cpu_us_per_event / hw.cpu_us_per_event).toFixed(2).padStart(17) : ""}`);
 }
 const full = outages.filter((o) => o.delivered === OUTAGE_EVENTS && o.close_ok).length;

@@ -28,7 +28,9 @@ const OPTIONS: Record<string, [keyof HeadwaterOptions, boolean]> = {
   retry_refused_max_s: ["retryRefusedMaxMs", true], ca_bundle: ["caBundle", false],
   retry_deadline_s: ["retryDeadlineMs", true], max_in_flight: ["maxInFlight", false], exit_timeout_s: ["exitTimeoutMs", true],
   connection_max_age_s: ["connectionMaxAgeMs", true], max_pending_batches: ["maxPendingBatches", false],
-  spool_max_bytes: ["spoolMaxBytes", false], spool_overflow: ["spoolOverflow", false], spool_fsync: ["spoolFsync", false],
+  spool_max_bytes: ["spoolMaxBytes", false], endpoints: ["endpoints", false],
+  failover_after_s: ["failoverAfterMs", true], failover_after_failures: ["failoverAfterFailures", false],
+  failback_probe_s: ["failbackProbeMs", true], spool_overflow: ["spoolOverflow", false], spool_fsync: ["spoolFsync", false],
 };
 
 class Failure extends Error {
@@ -112,7 +114,8 @@ async function handle(cmd: Json): Promise<Json> {
     }
     case "stats": {
       const m = current().metrics();
-      return { enqueued: m.enqueued, acknowledged: m.acknowledged, rejected: m.rejected, dropped: m.dropped };
+      return { enqueued: m.enqueued, acknowledged: m.acknowledged, rejected: m.rejected, dropped: m.dropped,
+        failovers: m.failovers, failbacks: m.failbacks };
     }
     default:
       throw new Failure("protocol_error", `unknown command: ${String(cmd.cmd)}`);

@@ -225,8 +225,9 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
 
   /** A snapshot of the delivery counters. */
   metrics(): Metrics {
-    return this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents(),
-      this.window.limit.window);
+    const eps = this.sender.endpoints;
+    return { ...this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents(),
+      this.window.limit.window), endpoint: eps.current()[1], failovers: eps.failovers, failbacks: eps.failbacks };
   }
 
   private async shutdown(timeoutMs: number): Promise<boolean> {

@@ -40,6 +40,13 @@ export class AdaptiveLimit {
     return Math.min(this.bucketMin, this.olderMin);
   }
 
+  /** The client moved to another endpoint: forget the minimum round-trip time (the new path has its own). */
+  newPath(): void {
+    this.bucketMin = Infinity;
+    this.olderMin = Infinity;
+    this.bucketStart = undefined;
+  }
+
   /** A 200/422 after `rttMs`, answered at `nowMs`; `limited`: the request filled the window when it was sent. */
   succeeded(rttMs: number, limited: boolean, nowMs: number): void {
     this.answered = true;

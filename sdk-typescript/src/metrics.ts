@@ -8,7 +8,8 @@
  * `retries`: retried send attempts. `pendingBatches`/`pendingEvents`: sealed but not yet acknowledged.
  * `spoolBytes`: bytes held by the store. `spooledEvents`: pending events already in spool files (they survive a
  * crash; the others are still being written). `inFlightLimit`: the adaptive in-flight window now (protocol.md
- * §6.2), between 1 and `maxInFlight`.
+ * §6.2), between 1 and `maxInFlight`. `endpoint`: the endpoint sent to now; `failovers` / `failbacks`: moves to
+ * the next endpoint / back to an earlier one (protocol.md §9).
  */
 export interface Metrics {
   queued: number;
@@ -25,7 +26,13 @@ export interface Metrics {
   spoolBytes: number;
   spooledEvents: number;
   inFlightLimit: number;
+  endpoint: string;
+  failovers: number;
+  failbacks: number;
 }
+
+/** What the counters know; the client adds the failover figures. */
+export type CounterSnapshot = Omit<Metrics, "endpoint" | "failovers" | "failbacks">;
 
 /** Mutable counters; `settled` (acked + rejected + dropped after acceptance) drives flush() and close(). */
 export class Counters {
@@ -90,7 +97,7 @@ export class Counters {
     return this.waiters.length;
   }
 
-  snapshot(queued: number, enqueued: number, store: [number, number, number], spooled: number, inFlightLimit: number): Metrics {
+  snapshot(queued: number, enqueued: number, store: [number, number, number], spooled: number, inFlightLimit: number): CounterSnapshot {
     const dropped = { ...this.dropped };
     return {
       queued,

@@ -3,6 +3,7 @@
 import type { Config } from "./config.js";
 import { type Codec, codecFor } from "./compress.js";
 import { BatchRejectedError, EventRejectedError, RetryableStatusError, TransportError, type DeliveryError } from "./errors.js";
+import { Endpoints, healthFailure, PROBE_TIMEOUT_MS, READY_PATH, type Switch } from "./failover.js";
 import { splitBatchId } from "./ids.js";
 import type { Counters } from "./metrics.js";
 import type { Gate } from "./gate.js";
@@ -58,9 +59,9 @@ export function split(batch: Batch): [Batch, Batch] {
   return [half(0, batch.events.slice(0, mid)), half(1, batch.events.slice(mid))];
 }
 
-/** Sends batches to `{endpoint}/v1/batch`; counts and reports what happened. */
+/** Sends batches to `{endpoint}/v1/batch` (the active one of `endpoints`); counts and reports what happened. */
 export class Sender {
-  private readonly url: string;
+  readonly endpoints: Endpoints;
   /** The body's codec, chosen once (zstd may fall back to gzip: see compress.ts). */
   readonly codec: Promise<Codec>;
   private headers: Record<string, string> = {};
@@ -77,7 +78,7 @@ export class Sender {
     private readonly window: Window,
     private readonly schemas: SchemaCache | undefined,
   ) {
-    this.url = `${cfg.endpoint.replace(/\/+$/, "")}/v1/batch`;
+    this.endpoints = new Endpoints(cfg.endpoints, cfg.failoverAfterFailures, cfg.failoverAfterMs, cfg.failbackProbeMs);
     this.codec = codecFor(cfg.compression).then((codec) => {
       this.headers = { "Content-Type": JSON_TYPE, "Content-Encoding": codec.encoding, Authorization: `Bearer ${cfg.writeKey}`,
         "User-Agent": USER_AGENT };
@@ -106,10 +107,14 @@ export class Sender {
       for (let attempt = 1; ; attempt++) {
         if (!(await this.gate.enter(me))) return { kind: "release" };
         let failure: TransportError;
+        let index: number | undefined; // the endpoint the attempt went to (none: the registry failed)
         try {
           encoded ??= await this.encode(batch, sentAt); // a registry look-up may fail: retried like a send
-          const resp = await this.post(encoded);
+          await this.probe();
+          index = this.endpoints.current()[0];
+          const resp = await this.post(encoded, index);
           if (resp === undefined) return { kind: "release" }; // stopped while waiting for a place
+          if (!healthFailure(resp.status)) this.endpoints.answered(index);
           if (classify(resp.status) !== "retry") {
             this.gate.answered();
             this.firstSent.delete(batch.batchId);
@@ -121,11 +126,18 @@ export class Sender {
           failure = err instanceof TransportError ? err : new TransportError(String(err));
         }
         if (this.abort.aborted) return { kind: "release" };
+        const status = failure instanceof RetryableStatusError ? failure.status : 0;
+        if (index !== undefined && (status === 0 || healthFailure(status)) && this.moved(this.endpoints.failed(index))) {
+          this.gate.switched(); // failed over (protocol.md §9): try the new endpoint now
+          this.counters.retries += 1;
+          continue;
+        }
         const since = this.gate.failed(me, failure);
         const retryAfterS = failure instanceof RetryableStatusError && failure.retryAfter !== undefined
           ? Math.min(failure.retryAfter, (RETRY_AFTER_CAP_FACTOR * this.cfg.retryMaxMs) / 1000) : undefined;
         if (retryAfterS !== undefined) this.gate.hold(retryAfterS * 1000);
-        const cap = failure.code === "connection_refused" ? Math.min(this.cfg.retryRefusedMaxMs, this.cfg.retryMaxMs) : this.cfg.retryMaxMs;
+        const short = this.endpoints.urls.length > 1 && (status === 0 || healthFailure(status)); // §9: reach the failover bound on time
+        const cap = failure.code === "connection_refused" || short ? Math.min(this.cfg.retryRefusedMaxMs, this.cfg.retryMaxMs) : this.cfg.retryMaxMs;
         const wait = this.gate.capped(backoffMs(attempt, this.cfg.retryBaseMs, cap, retryAfterS));
         if (Date.now() + wait > deadline) {
           this.events.failed(failure);
@@ -143,14 +155,50 @@ export class Sender {
     }
   }
 
+  /**
+   * While on a later endpoint, one send at a time asks the earlier ones `GET /readyz` (when due), and the client
+   * returns to the first that answers 200 (protocol.md §9). The probe carries no write key.
+   */
+  private async probe(): Promise<void> {
+    const targets = this.endpoints.probeTargets();
+    if (targets.length === 0) return;
+    let ready: number | undefined;
+    try {
+      for (const i of targets) {
+        const url = `${this.endpoints.urls[i] as string}${READY_PATH}`;
+        const resp = await this.transport.send({ method: "GET", url, headers: { "User-Agent": USER_AGENT }, body: Buffer.alloc(0) },
+          Math.min(PROBE_TIMEOUT_MS, this.cfg.requestTimeoutMs)).catch(() => undefined);
+        if (resp?.status === 200) {
+          ready = i;
+          break;
+        }
+      }
+    } finally {
+      if (this.moved(this.endpoints.probed(ready))) this.gate.switched();
+    }
+  }
+
+  /** Log and act on a move to another endpoint; true if there was one. */
+  private moved(sw: Switch | undefined): boolean {
+    if (sw === undefined) return false;
+    this.window.limit.newPath();
+    if (sw.failback) {
+      process.emitWarning(`headwater: failing back to ${sw.new} (ready again); was sending to ${sw.old}`, { code: "HEADWATER_FAILBACK" });
+    } else {
+      process.emitWarning(`headwater: failing over from ${sw.old} to ${sw.new} after ${sw.failures} failed attempt(s) in ` +
+        `${(sw.spentMs / 1000).toFixed(1)} s`, { code: "HEADWATER_FAILOVER" });
+    }
+    return true;
+  }
+
   /** One attempt inside a place of the window; undefined when the client stopped while waiting for a place. */
-  private async post(encoded: Encoded): Promise<HttpResponse | undefined> {
+  private async post(encoded: Encoded, index: number): Promise<HttpResponse | undefined> {
     if (encoded.sentIndex.length === 0) return { status: 200, headers: {}, body: Buffer.from("{}") };
     const slot = await this.window.acquire();
     if (slot === undefined) return undefined;
     let signal: Signal = "failure"; // no answer (connection error, timeout) unless one is read
     try {
-      const resp = await this.transport.send({ method: "POST", url: this.url,
+      const resp = await this.transport.send({ method: "POST", url: `${this.endpoints.urls[index] as string}/v1/batch`,
         headers: encoded.contentType === AVRO_TYPE ? this.avroHeaders : this.headers, body: encoded.body }, this.cfg.requestTimeoutMs);
       const outcome = classify(resp.status);
       signal = outcome === "done" ? "success" : outcome === "retry" ? "failure" : "neutral";

@@ -51,6 +51,7 @@ export class DiskSpool extends MemoryStore {
   private memoryBytes = 0;
   private locked = true;
   private readonly persisted = new Map<Entry, Promise<void>>();
+  private readonly unlinking = new Set<Promise<void>>();
   private tmpCounter = 0;
 
   constructor(directory: string, maxBytes: number, overflow: "backpressure" | "drop_oldest",
@@ -210,7 +211,9 @@ export class DiskSpool extends MemoryStore {
     entry.path = undefined;
     // A split parent's file goes only once its halves are on disk: a crash in between resends the parent.
     const waits = after.map((e) => this.persisted.get(e)).filter((p) => p !== undefined);
-    Promise.all(waits).then(() => unlink(path)).catch(() => undefined);
+    const done = Promise.all(waits).then(() => unlink(path)).catch(() => undefined);
+    this.unlinking.add(done);
+    void done.finally(() => this.unlinking.delete(done));
   }
 
   private quarantine(path: string): void {
@@ -237,9 +240,10 @@ export class DiskSpool extends MemoryStore {
     this.unlock();
   }
 
-  /** Wait until every batch write started so far has finished (tests, close). */
+  /** Wait until every batch write and every unlink of a delivered batch started so far has finished (close). */
   async settled(): Promise<void> {
     await Promise.all([...this.persisted.values()]);
+    await Promise.all([...this.unlinking]);
   }
 
   private unlock(): void {

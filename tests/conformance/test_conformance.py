@@ -30,7 +30,7 @@ TLS_VECTORS = {"encoding/batch-of-40", "encoding/avro-fast-path", "encoding/gzip
                "responses/concurrent-sends", "responses/retry-connection-reset",
                "responses/retry-closed-without-answer", "responses/retry-answer-timeout",
                "responses/retry-503-retry-after", "responses/413-split-halves", "responses/close-wakes-backoff",
-               "durability/restart-resends-unanswered-batch"}
+               "durability/restart-resends-unanswered-batch", "responses/failover-refused"}
 # Stable codes no outside client can provoke reliably, with the reason (and where they are tested instead).
 UNREACHABLE = {"shutting_down": "sent to a request that starts while a worker drains; aiohttp closes idle keep-alive "
                                 "connections at shutdown first (tests/gateway/test_commit.py covers ShuttingDown)",

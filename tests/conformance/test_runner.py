@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hwconformance.checks import check_expectations
+from hwconformance.mockgw import MockGateway, Recorded
 from hwconformance.patterns import Matcher, Mismatch, retry_after_seconds, split_id
 from hwconformance.results import FAIL, PASS, XFAIL, XPASS, settle, summary_line
 from hwconformance.runner import run_sdk
-from hwconformance.sdkcase import Sdk
+from hwconformance.sdkcase import Run, Sdk
 from hwconformance.vectors import VectorError, load, validate
 from hwconformance.wire import frame, unframe
 
@@ -76,6 +78,36 @@ def test_patterns() -> None:
                            ({"$same": "p"}, "other"), ({"$epoch_ms": True}, 12)):
         with pytest.raises(Mismatch):
             m.check(pattern, value)
+
+
+def _two_gateways(sent: list[tuple[str, str, list[int], int]]) -> Run:
+    """A run whose mocks (never started) recorded `sent`: (gateway, batch_id, seqs, status) in order."""
+    mocks = {name: MockGateway(name=name) for name in ("primary", "secondary")}
+    for mock in mocks.values():
+        mock.stop()
+    for t, (name, batch_id, seqs, status) in enumerate(sent):
+        events = [{"event_id": f"e{seq}", "seq": seq} for seq in seqs]
+        batch = {"batch_id": batch_id, "sdk": {"name": "fake", "version": "1"}, "events": events}
+        mocks[name].requests.append(Recorded(method="POST", path="/v1/batch", body=json.dumps(batch).encode(),
+                                             headers={"user-agent": "fake/1 (py/3)"}, decoded=batch, conn=1,
+                                             t=float(t), gateway=name, status=status))
+    return Run(mocks["primary"], mocks=mocks, hello={"sdk": "fake", "version": "1"})
+
+
+@pytest.mark.unit
+def test_the_gateways_expectation_holds_the_failover_invariants() -> None:
+    expect = {"gateways": {"primary": {"requests_min": 1},
+                           "secondary": {"acknowledged_seqs": [0, 2], "resends_batches_of": "primary"}}}
+    good = [("primary", "b1", [0, 1], 503), ("secondary", "b1", [0, 1], 200), ("secondary", "b2", [2], 200)]
+    assert check_expectations(expect, _two_gateways(good), Matcher(), frozenset()) == []
+    new_id = [("primary", "b1", [0, 1], 503), ("secondary", "bX", [0, 1], 200), ("secondary", "b2", [2], 200)]
+    assert "never came here with the same id" in "".join(
+        check_expectations(expect, _two_gateways(new_id), Matcher(), frozenset()))
+    twice = [*good, ("secondary", "b3", [2], 200)]
+    assert "each exactly once" in "".join(check_expectations(expect, _two_gateways(twice), Matcher(), frozenset()))
+    stayed = [("primary", "b1", [0, 1], 503), ("primary", "b1", [0, 1], 200), ("primary", "b2", [2], 200)]
+    assert "acknowledged the seqs [] (0 events)" in "".join(
+        check_expectations(expect, _two_gateways(stayed), Matcher(), frozenset()))
 
 
 @pytest.mark.unit

@@ -13,6 +13,7 @@ import pytest
 from headwater import InvalidEventError
 from headwater._event import EnvelopeEncoder, to_epoch_ms
 from headwater._ids import split_batch_id, uuid7
+from headwater._properties import clean_properties, sendable_properties
 
 pytestmark = pytest.mark.unit
 UTC = dt.timezone.utc  # noqa: UP017 - these tests also run on Python 3.9
@@ -71,6 +72,8 @@ def test_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
     ({"k": {1: "x"}}, r"properties\.k: key 1 is a int", "properties.k", "invalid_property_key"),
     ({"s": "\ud800"}, r"properties\.s: holds a lone surrogate", "properties.s", "invalid_property_value"),
     ({"d": decimal.Decimal("NaN")}, r"properties\.d: Decimal NaN", "properties.d", "invalid_property_value"),
+    ({"t": ("ok", "\ud800")}, r"properties\.t\[1\]: holds a lone surrogate", "properties.t[1]",
+     "invalid_property_value"),
 ])
 def test_bad_properties_fail_at_track_naming_the_field(props: dict[str, Any], match: str, field: str,
                                                        code: str) -> None:
@@ -103,6 +106,28 @@ def test_documented_conversions() -> None:
     assert props == {"when": "2026-11-23T20:00:00+00:00", "naive": "2026-11-23T20:00:00+00:00", "day": "2026-11-23",
                      "price": 12.5, "count": 3, "id": str(u), "tags": ["a", "b"], "pair": [1, 2], "colour": "red",
                      "max": (1 << 63) - 1, "ok": True}
+
+
+@pytest.mark.parametrize("props", [
+    {"s": "x", "i": -(1 << 63), "f": 1.5, "b": False, "n": None, "l": [1, ("a", {"k": [None]})], "e": {}, "t": ()},
+    {"i": True, "sub": Colour.RED},  # a bool, and an Enum (a subclass): converted
+    {"f": 2.0, "nested": {"d": decimal.Decimal("1.5")}},  # a Decimal deep inside: the whole mapping is converted
+])
+def test_plain_properties_encode_as_their_converted_copy(props: dict[str, Any]) -> None:
+    """Plain mappings are encoded without a copy; the JSON is the same as for the converted deep copy."""
+    fast = json.dumps(sendable_properties(props), separators=(",", ":"))
+    assert fast == json.dumps(clean_properties(props), separators=(",", ":"))
+    assert encode(props)["properties"] == json.loads(fast)
+
+
+def test_plain_properties_keep_the_depth_bound() -> None:
+    deep: list[Any] = []
+    node = deep
+    for _ in range(40):
+        node.append([])
+        node = node[0]
+    with pytest.raises(InvalidEventError, match="nested deeper"):
+        encode({"l": deep})
 
 
 def test_timestamps() -> None:

@@ -14,7 +14,7 @@
 //  2. outage: -tries times, the sink goes down for -outage, headwater tracks -outage-events at once and calls
 //     Close with -close; a try counts if the sink received every event and Close returned nil.
 //
-// Usage (from sdk-go/bench): go run ./network [-events 20000] [-latencies 1,50,100] [-tries 10]
+// Usage (from sdk-go/bench): go run ./network [-events 60000] [-latencies 1,50,100] [-tries 10]
 package main
 
 import (
@@ -53,7 +53,7 @@ func main() {
 		outage(os.Args[1], atoi(os.Args[2]), atoi(os.Args[3]))
 		return
 	}
-	events := flag.Int("events", 20_000, "events per throughput run")
+	events := flag.Int("events", 60_000, "events per throughput run")
 	latencies := flag.String("latencies", "1,50,100", "sink delays in ms")
 	sdks := flag.String("sdks", "headwater,segment,posthog", "SDKs to run")
 	tries := flag.Int("tries", 10, "outage tries")

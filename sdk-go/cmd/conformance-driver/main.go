@@ -216,7 +216,8 @@ func (d *driver) outcomes(map[string]any) (reply, error) {
 
 func (d *driver) stats(map[string]any) (reply, error) {
 	m := d.client.Metrics()
-	return reply{"enqueued": m.Enqueued, "acknowledged": m.Acknowledged, "rejected": m.Rejected, "dropped": m.Dropped}, nil
+	return reply{"enqueued": m.Enqueued, "acknowledged": m.Acknowledged, "rejected": m.Rejected, "dropped": m.Dropped,
+		"failovers": m.Failovers, "failbacks": m.Failbacks}, nil
 }
 
 func main() {

@@ -99,10 +99,28 @@ var optionSetters = map[string]setter{
 		}
 		return nil
 	},
-	"wire_format":      stringOpt(func(c *headwater.Config) *headwater.WireFormat { return &c.WireFormat }),
-	"registry_url":     stringOpt(func(c *headwater.Config) *string { return &c.RegistryURL }),
-	"ca_bundle":        stringOpt(func(c *headwater.Config) *string { return &c.CABundle }),
-	"schema_refresh_s": durationOpt(func(c *headwater.Config) *time.Duration { return &c.SchemaRefresh }),
+	"wire_format":             stringOpt(func(c *headwater.Config) *headwater.WireFormat { return &c.WireFormat }),
+	"registry_url":            stringOpt(func(c *headwater.Config) *string { return &c.RegistryURL }),
+	"ca_bundle":               stringOpt(func(c *headwater.Config) *string { return &c.CABundle }),
+	"schema_refresh_s":        durationOpt(func(c *headwater.Config) *time.Duration { return &c.SchemaRefresh }),
+	"failover_after_s":        durationOpt(func(c *headwater.Config) *time.Duration { return &c.FailoverAfter }),
+	"failback_probe_s":        durationOpt(func(c *headwater.Config) *time.Duration { return &c.FailbackProbe }),
+	"failover_after_failures": intOpt(func(c *headwater.Config) *int { return &c.FailoverAfterFailures }),
+	"endpoints": func(c *headwater.Config, raw any) error {
+		list, ok := raw.([]any)
+		if !ok {
+			return errors.New("not a list")
+		}
+		c.Endpoints = make([]string, len(list))
+		for i, v := range list {
+			s, ok := v.(string)
+			if !ok {
+				return errors.New("endpoints must be strings")
+			}
+			c.Endpoints[i] = s
+		}
+		return nil
+	},
 }
 
 // applyOptions sets every option; an unknown option or a bad value is a config_error.

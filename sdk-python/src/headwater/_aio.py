@@ -22,7 +22,7 @@ class AsyncClient:
     Waiting for delivery runs in the loop's default executor.
     """
 
-    def __init__(self, endpoint: str, write_key: str, *, spool_dir: str | None = None, **options: Any) -> None:
+    def __init__(self, endpoint: str | None, write_key: str, *, spool_dir: str | None = None, **options: Any) -> None:
         _check_loop_safe(options.get("queue_policy"), options.get("durability"))
         self._client = Client(endpoint, write_key, spool_dir=spool_dir, **options)
 

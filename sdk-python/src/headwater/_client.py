@@ -29,11 +29,12 @@ class Client:
     """Sends events to a Headwater gateway in batches, from any thread; see the README for every option.
 
     `Client(endpoint, write_key, spool_dir=None, **options)`: options are the fields of `ClientConfig`
-    (`linger_s`, `queue_policy`, `on_error`, ...). Use it as a context manager, or call `close()`; at
+    (`linger_s`, `queue_policy`, `on_error`, ...); `Client(None, write_key, endpoints=[primary, secondary])`
+    fails over between several endpoints. Use it as a context manager, or call `close()`; at
     interpreter exit every open client is flushed for at most `exit_timeout_s`.
     """
 
-    def __init__(self, endpoint: str, write_key: str, *, spool_dir: str | None = None, **options: Any) -> None:
+    def __init__(self, endpoint: str | None, write_key: str, *, spool_dir: str | None = None, **options: Any) -> None:
         try:
             config = ClientConfig(endpoint=endpoint, write_key=write_key, spool_dir=spool_dir, **options)
         except TypeError as exc:

@@ -2,7 +2,8 @@
 
 Every option is also an environment variable named `HEADWATER_<OPTION IN UPPER CASE>` (for example
 `linger_s` -> `HEADWATER_LINGER_S`); `GATEWAY_URL` and `REGISTRY_URL` are accepted as aliases of
-`HEADWATER_ENDPOINT` and `HEADWATER_REGISTRY_URL`. The README lists every option with its default.
+`HEADWATER_ENDPOINT` and `HEADWATER_REGISTRY_URL`; `HEADWATER_ENDPOINTS` lists several endpoints separated by commas.
+The README lists every option with its default.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import dataclasses
 import os
 import socket
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from ._exceptions import ConfigError
@@ -28,14 +29,16 @@ ENV_ALIASES = {"endpoint": ("HEADWATER_ENDPOINT", "GATEWAY_URL"),
 _NOT_FROM_ENV = {"context", "on_delivery", "on_error", "transport"}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 MAX_IN_FLIGHT = 64
+MAX_ENDPOINTS = 8
 
 
 @dataclasses.dataclass(frozen=True)
 class ClientConfig:
     """Every option of `Client`; see the README's option table for what each one does."""
 
-    endpoint: str
+    endpoint: str | None
     write_key: str
+    endpoints: Sequence[str] = ()  # normalised to a tuple
     spool_dir: str | None = None
     registry_url: str | None = None
     wire_format: str = "json"
@@ -58,6 +61,9 @@ class ClientConfig:
     retry_base_s: float = 0.5
     retry_max_s: float = 30.0
     retry_refused_max_s: float = 2.0
+    failover_after_s: float = 10.0
+    failover_after_failures: int = 3
+    failback_probe_s: float = 10.0
     connection_max_age_s: float = 300.0
     schema_refresh_s: float = 300.0
     exit_timeout_s: float = 5.0
@@ -72,7 +78,7 @@ class ClientConfig:
     transport: Any | None = None
 
     def __post_init__(self) -> None:
-        _check_url("endpoint", self.endpoint)
+        self._check_endpoints()
         if not isinstance(self.write_key, str) or not self.write_key:
             raise ConfigError("write_key (HEADWATER_WRITE_KEY) must be a non-empty string")
         if self.registry_url is not None:
@@ -84,6 +90,7 @@ class ClientConfig:
         _check_choice("spool_fsync", self.spool_fsync, FSYNC_POLICIES)
         _check_choice("durability", self.durability, DURABILITIES)
         _check_range("max_in_flight", self.max_in_flight, 1, MAX_IN_FLIGHT)
+        _check_range("failover_after_failures", self.failover_after_failures, 1, 1_000_000)
         if self.proxy is not None:
             _check_url("proxy", self.proxy)
         if self.ca_bundle is not None:
@@ -97,10 +104,10 @@ class ClientConfig:
         _check_range("max_queue_events", self.max_queue_events, 1, 1 << 31)
         _check_range("max_pending_batches", self.max_pending_batches, 1, 1 << 31)
         _check_range("spool_max_bytes", self.spool_max_bytes, 1024, 1 << 50)
-        for name in ("linger_s", "block_timeout_s", "exit_timeout_s"):
+        for name in ("linger_s", "block_timeout_s", "exit_timeout_s", "failover_after_s"):
             _check_range(name, getattr(self, name), 0.0, 86_400.0)
         for name in ("request_timeout_s", "retry_deadline_s", "retry_base_s", "retry_max_s",
-                     "retry_refused_max_s", "connection_max_age_s", "schema_refresh_s"):
+                     "retry_refused_max_s", "connection_max_age_s", "schema_refresh_s", "failback_probe_s"):
             _check_range(name, getattr(self, name), 0.001, 86_400.0 * 365)
         if self.wire_format == "avro" and self.registry_url is None:
             raise ConfigError("wire_format 'avro' needs registry_url (HEADWATER_REGISTRY_URL)")
@@ -118,6 +125,27 @@ class ClientConfig:
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise ConfigError(f"{name} must be callable")
 
+    def _check_endpoints(self) -> None:
+        """`endpoints` (ordered, primary first) or `endpoint`; afterwards both are set: `endpoint` is the first."""
+        raw: object = self.endpoints
+        if not isinstance(raw, (list, tuple)):
+            raise ConfigError(f"endpoints (HEADWATER_ENDPOINTS) must be a list of URLs, got {self.endpoints!r}")
+        urls = tuple(self.endpoints) or ((self.endpoint,) if self.endpoint is not None else ())
+        if not urls:
+            raise ConfigError("endpoint (HEADWATER_ENDPOINT or GATEWAY_URL) or endpoints (HEADWATER_ENDPOINTS) "
+                              "is required")
+        for url in urls:
+            _check_url("endpoints" if self.endpoints else "endpoint", url)
+        if len(urls) > MAX_ENDPOINTS or len({u.rstrip("/") for u in urls}) != len(urls):
+            raise ConfigError(f"endpoints must be 1 to {MAX_ENDPOINTS} distinct URLs, got {list(urls)!r}")
+        if len({u.split(":", 1)[0] for u in urls}) != 1:
+            raise ConfigError(f"endpoints must all be http:// or all https://, got {list(urls)!r}")
+        if self.endpoint is not None and self.endpoint != urls[0]:
+            raise ConfigError(f"endpoint {self.endpoint!r} must be the first of endpoints {list(urls)!r} "
+                              "(or be left out)")
+        object.__setattr__(self, "endpoints", urls)
+        object.__setattr__(self, "endpoint", urls[0])
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ClientConfig:
         """Build the config from `environ` (default `os.environ`); keyword arguments win over variables."""
@@ -132,7 +160,10 @@ class ClientConfig:
                     values[f.name] = _parse(var, raw, f.type)
                     break
         values.update(overrides)
-        for required in ("endpoint", "write_key"):
+        values.setdefault("endpoint", None)
+        if values["endpoint"] is None and not values.get("endpoints"):
+            raise ConfigError("HEADWATER_ENDPOINT or GATEWAY_URL (or HEADWATER_ENDPOINTS) is not set")
+        for required in ("write_key",):
             if required not in values:
                 names = " or ".join(ENV_ALIASES.get(required, (env_name(required),)))
                 raise ConfigError(f"{names} is not set")
@@ -151,6 +182,8 @@ def _parse(var: str, raw: str, annotation: str | Any) -> Any:
             return int(raw.replace("_", ""))
         if kind == "float":
             return float(raw)
+        if kind.startswith("Sequence["):
+            return tuple(part.strip() for part in raw.split(",") if part.strip())
         if kind == "bool":
             if raw.strip().lower() in _TRUE:
                 return True

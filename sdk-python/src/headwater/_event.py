@@ -12,7 +12,7 @@ from typing import Any, Union
 
 from ._exceptions import InvalidEventError
 from ._ids import is_uuid, uuid7
-from ._properties import clean_properties
+from ._properties import sendable_properties
 
 _EVENT_TYPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _valid_types: set[str] = set()  # event types seen valid: a set lookup instead of a regex per call
@@ -38,7 +38,7 @@ class EnvelopeEncoder:
         """Check the arguments of `track()` and encode the event; raise `InvalidEventError` naming what is bad."""
         if event_type not in _valid_types:
             _check_event_type(event_type)
-        props = clean_properties(properties)
+        props = sendable_properties(properties)
         if partition_key is not None and not isinstance(partition_key, str):
             raise InvalidEventError("partition_key must be a string or None", "invalid_partition_key", "partition_key")
         if event_id is not None and not (isinstance(event_id, str) and is_uuid(event_id)):
@@ -57,8 +57,11 @@ class EnvelopeEncoder:
             raise InvalidEventError(*_bad_text(props, partition_key)) from None
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)  # stateless: shared
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def _bad_text(props: Any, partition_key: str | None, path: str = "properties") -> tuple[str, str, str | None]:
@@ -82,7 +85,7 @@ def _find_surrogate(value: Any, path: str) -> str | None:
             found = _find_surrogate(key, f"{path} (a key)") or _find_surrogate(item, f"{path}.{key}")
             if found:
                 return found
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # tuples: properties sent without a copy keep them
         for i, item in enumerate(value):
             found = _find_surrogate(item, f"{path}[{i}]")
             if found:

@@ -95,11 +95,15 @@ class TransportError(DeliveryError):
     """A connection error, timeout or retryable status: the batch is retried.
 
     `refused` is True when no connection could be opened (refused, unreachable): the gateway did no work.
+    `switched` is True when this failure moved the client to another endpoint: it is retried there at once;
+    `short` is True when its backoff is capped at `retry_refused_max_s` (an endpoint failing while others exist).
     """
 
     def __init__(self, message: str, refused: bool = False) -> None:
         super().__init__(message)
         self.refused = refused
+        self.switched = False
+        self.short = False
 
 
 class RetryableStatusError(TransportError):

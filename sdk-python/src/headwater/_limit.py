@@ -75,6 +75,11 @@ class AdaptiveLimit:
             else:
                 self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
 
+    def new_path(self) -> None:
+        """The client moved to another endpoint: forget `min_rtt` (the new path has its own)."""
+        self._bucket_min = self._older_min = math.inf
+        self._bucket_start = None
+
     def failed(self, generation: int) -> None:
         """A retryable failure of a request sent in `generation`: halve once per generation."""
         if generation != self.generation:
@@ -131,7 +136,12 @@ class Window:
                 self._limit.succeeded(now - slot.started, slot.limited, now)
             elif signal is Signal.FAILURE:
                 self._limit.failed(slot.generation)
-            self._cond.notify_all()
+            self._cond.notify(self._limit.window - self._outstanding)  # as many as may start now, not all
+
+    def new_path(self) -> None:
+        """The client moved to another endpoint (protocol.md §9): the window stays, `min_rtt` starts again."""
+        with self._cond:
+            self._limit.new_path()
 
     def stop(self) -> None:
         """Wake every waiter for good (the client's hard stop)."""

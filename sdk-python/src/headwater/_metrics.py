@@ -18,7 +18,8 @@ class Metrics:
     rejected permanently. `dropped`: events dropped, by reason. `retries`: retried send attempts.
     `pending_batches` / `pending_events`: sealed but not yet acknowledged. `spool_bytes`: bytes held by the
     spool (or by pending batches in memory). `in_flight_limit`: the adaptive in-flight window now (protocol.md
-    §6.2), between 1 and `max_in_flight`.
+    §6.2), between 1 and `max_in_flight`. `endpoint`: the endpoint sent to now; `failovers` / `failbacks`:
+    moves to the next endpoint / back to an earlier one (protocol.md §9).
     """
 
     queued: int
@@ -33,6 +34,9 @@ class Metrics:
     pending_events: int
     spool_bytes: int
     in_flight_limit: int
+    endpoint: str = ""
+    failovers: int = 0
+    failbacks: int = 0
 
     @property
     def dropped_total(self) -> int:

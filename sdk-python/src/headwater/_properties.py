@@ -47,6 +47,52 @@ def clean_properties(properties: Mapping[str, Any] | None) -> dict[str, Any]:
     return _mapping(properties, "properties", 1)
 
 
+def sendable_properties(properties: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """`properties` itself when it already holds only plain JSON values (to be encoded at once, not kept),
+    else `clean_properties(properties)`: the same JSON either way, without a copy in the common case."""
+    if type(properties) is dict and _plain_mapping(properties, 1):
+        return properties
+    return clean_properties(properties)
+
+
+def _plain_mapping(value: dict[Any, Any], depth: int) -> bool:
+    """True if `value` (at `depth`, as in `_mapping`) has only `str` keys and plain values: nothing to convert
+    or refuse. Exact types only; anything else (subclasses included) takes the converting path. Scalars are
+    checked inline: this runs for every event."""
+    if depth > MAX_DEPTH:
+        return False
+    for key, item in value.items():
+        if type(key) is not str:
+            return False
+        kind = type(item)
+        if not (kind is str or kind is bool or item is None or _plain_other(item, kind, depth)):
+            return False
+    return True
+
+
+def _plain_sequence(value: list[Any] | tuple[Any, ...], depth: int) -> bool:
+    """As `_plain_mapping`, for the items (at `depth`) of a list or tuple."""
+    if depth > MAX_DEPTH:
+        return False
+    for item in value:
+        kind = type(item)
+        if not (kind is str or kind is bool or item is None or _plain_other(item, kind, depth)):
+            return False
+    return True
+
+
+def _plain_other(value: Any, kind: type, depth: int) -> bool:
+    if kind is int:
+        return bool(INT64_MIN <= value <= INT64_MAX)
+    if kind is float:
+        return math.isfinite(value)
+    if kind is dict:
+        return _plain_mapping(value, depth + 1)
+    if kind is list or kind is tuple:
+        return _plain_sequence(value, depth + 1)
+    return False
+
+
 def _mapping(value: Mapping[Any, Any], path: str, depth: int) -> dict[str, Any]:
     if depth > MAX_DEPTH:
         raise InvalidEventError(f"{path}: nested deeper than {MAX_DEPTH} levels", "too_deep", path)

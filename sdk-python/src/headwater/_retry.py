@@ -149,6 +149,15 @@ class Gate:
             log.warning("headwater: delivery recovered after %.1f s and %d failed attempt(s)",
                         time.monotonic() - since, failures)
 
+    def switched(self) -> None:
+        """The client moved to another endpoint: the streak and any `Retry-After` hold (the old endpoint's) end,
+        and every wait ends, so pending batches go to the new endpoint at once."""
+        with self._cond:
+            self._since, self._failures, self._prober = None, 0, None
+            self._not_before = 0.0
+            self._wakes += 1
+            self._cond.notify_all()
+
     def gave_up(self) -> None:
         """This sender stops probing (deadline or stop); the next sender at the gate probes."""
         with self._cond:
@@ -186,6 +195,10 @@ class RetryPolicy:
                 try:
                     result = fn()
                 except TransportError as exc:
+                    if exc.switched:  # failed over (protocol.md §9): try the new endpoint now
+                        self.gate.switched()
+                        self.on_retry(exc)
+                        continue
                     since = self.gate.failed(exc)
                     attempt += 1
                     retry_after = self.retry_after(exc)
@@ -209,5 +222,5 @@ class RetryPolicy:
         return None
 
     def _delay(self, attempt: int, exc: TransportError, retry_after: float | None) -> float:
-        cap = self.refused_max_s if exc.refused else self.max_s
+        cap = self.refused_max_s if exc.refused or exc.short else self.max_s
         return backoff(attempt, self.base_s, cap, retry_after)

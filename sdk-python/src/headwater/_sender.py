@@ -20,6 +20,7 @@ from ._exceptions import (
     RetryableStatusError,
     TransportError,
 )
+from ._failover import HEALTH_FAILURES, PROBE_TIMEOUT_S, READY_PATH, Endpoints, Switch
 from ._ids import split_batch_id
 from ._limit import Signal, Window
 from ._metrics import Counters
@@ -75,11 +76,12 @@ def split(batch: Batch) -> tuple[Batch, Batch]:
 
 
 class Sender:
-    """Sends batches to `{endpoint}/v1/batch` and reports what happened through counters and callbacks."""
+    """Sends batches to `{endpoint}/v1/batch` (the active one of `endpoints`) and reports what happened through
+    counters and callbacks."""
 
     def __init__(self, cfg: ClientConfig, transport: Transport, schemas: SchemaCache | None, *,
                  counters: Counters, policy: RetryPolicy, window: Window,
-                 report: Callable[[DeliveryError], None]) -> None:
+                 report: Callable[[DeliveryError], None], endpoints: Endpoints | None = None) -> None:
         self._cfg = cfg
         self._transport = transport
         self._window = window
@@ -87,7 +89,8 @@ class Sender:
         self._counters = counters
         self._policy = policy
         self._report = report
-        self._url = cfg.endpoint.rstrip("/") + "/v1/batch"
+        self._endpoints = endpoints or Endpoints(cfg.endpoints, cfg.failover_after_failures, cfg.failover_after_s,
+                                                 cfg.failback_probe_s)
         self._auth = "Bearer " + cfg.write_key
         self._first_sent: dict[str, int] = {}  # batch_id -> sent_at of its first send (kept while it is released)
 
@@ -131,22 +134,73 @@ class Sender:
         headers = {"Content-Type": enc.content_type, "Content-Encoding": self._cfg.compression,
                    "Authorization": self._auth, "User-Agent": USER_AGENT}
         body = compress(enc.body, self._cfg.compression)
+        self._probe()
+        index, base = self._endpoints.current()
         slot = self._window.acquire()
         if slot is None:
             raise Aborted()
         signal = Signal.FAILURE  # no answer (connection error, timeout) unless one is read
         try:
-            resp = self._transport.send(Request("POST", self._url, headers, body), self._cfg.request_timeout_s)
+            resp = self._transport.send(Request("POST", base + "/v1/batch", headers, body),
+                                        self._cfg.request_timeout_s)
             outcome = classify(resp.status)
             signal = Signal.SUCCESS if outcome is Outcome.DONE else \
                 Signal.FAILURE if outcome is Outcome.RETRY else Signal.NEUTRAL
+        except TransportError as exc:
+            self._endpoint_failed(exc, index)
+            raise
         finally:
             self._window.release(slot, signal)
+        if resp.status not in HEALTH_FAILURES:
+            self._endpoints.answered(index)
         if outcome is Outcome.RETRY:
             code, message = parse_error(resp.body)
             retry_after = parse_retry_after(resp.headers.get("retry-after"), time.time())
-            raise RetryableStatusError(resp.status, retry_after, f"{code} {message}".strip())
+            err = RetryableStatusError(resp.status, retry_after, f"{code} {message}".strip())
+            if resp.status in HEALTH_FAILURES:
+                self._endpoint_failed(err, index)
+            raise err
         return resp
+
+    def _endpoint_failed(self, exc: TransportError, index: int) -> None:
+        """Count an endpoint failure (no answer, 502/503/504) against endpoint `index`: `exc.switched` if it moved
+        the client on; `exc.short` with other endpoints (retried within retry_refused_max_s, §9)."""
+        exc.switched = self._moved(self._endpoints.failed(index))
+        exc.short = len(self._endpoints.urls) > 1
+
+    def _probe(self) -> None:
+        """While on a later endpoint, one sender at a time asks the earlier ones `GET /readyz` (when due) and
+        the client returns to the first that answers 200 (protocol.md §9)."""
+        targets = self._endpoints.probe_targets()
+        if not targets:
+            return
+        ready: int | None = None
+        timeout = min(PROBE_TIMEOUT_S, self._cfg.request_timeout_s)
+        try:
+            for i in targets:
+                try:
+                    resp = self._transport.send(Request("GET", self._endpoints.urls[i] + READY_PATH,
+                                                        {"User-Agent": USER_AGENT}), timeout)
+                except TransportError:
+                    continue
+                if resp.status == 200:
+                    ready = i
+                    break
+        finally:
+            self._moved(self._endpoints.probed(ready))
+
+    def _moved(self, switch: Switch | None) -> bool:
+        """Log and act on a move to another endpoint; True if there was one."""
+        if switch is None:
+            return False
+        self._window.new_path()
+        if switch.failback:
+            log.warning("headwater: failing back to %s (ready again); was sending to %s", switch.new, switch.old)
+            self._policy.gate.switched()
+        else:
+            log.warning("headwater: failing over from %s to %s after %d failed attempt(s) in %.1f s",
+                        switch.old, switch.new, switch.failures, switch.seconds)
+        return True
 
     def _answered(self, batch: Batch, enc: Encoded, resp: Response) -> tuple[Action, tuple[Batch, ...]]:
         outcome = classify(resp.status)

@@ -92,7 +92,9 @@ class OrderedStore:
         self._in_flight: dict[str, Entry] = {}  # batch_id -> entry being sent
         self._bytes = 0
         self._events = 0
-        self._cond = threading.Condition(threading.Lock())
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)  # room for a batch (the batcher waits), stop
+        self._ready = threading.Condition(lock)  # a batch to send (the senders wait): woken one per batch
         self._stopped = False
         self._reports: list[tuple[str, int, str]] = []  # drops to report once the lock is released
 
@@ -142,7 +144,7 @@ class OrderedStore:
                         break
                     self._drop(victim, "store_full_oldest")
             self._add(self._persist(batch))
-            self._cond.notify_all()
+            self._ready.notify()
         self._send_reports()
         return True
 
@@ -190,7 +192,7 @@ class OrderedStore:
         with self._cond:
             entry = self._oldest_idle()
             if entry is None and not self._stopped:
-                self._cond.wait(timeout)
+                self._ready.wait(timeout)
                 entry = self._oldest_idle()
             while entry is not None:
                 found = self._load(entry)
@@ -208,7 +210,7 @@ class OrderedStore:
             entry = self._in_flight.get(batch.batch_id)
             if entry is not None:
                 self._discard(entry)
-            self._cond.notify_all()
+            self._cond.notify_all()  # room for the batcher; no batch became ready
 
     def release(self, batch: Batch) -> None:
         """Give the in-flight `batch` back: it keeps its place in line."""
@@ -216,7 +218,7 @@ class OrderedStore:
             entry = self._in_flight.pop(batch.batch_id, None)
             if entry is not None:
                 entry.in_flight = False
-            self._cond.notify_all()
+            self._ready.notify()
 
     def replace(self, batch: Batch, parts: Sequence[Batch]) -> None:
         """Put `parts` where `batch` was (persisted first), then forget the in-flight `batch`."""
@@ -230,6 +232,7 @@ class OrderedStore:
                 self._events += part.count
             if entry is not None:
                 self._discard(entry)
+            self._ready.notify(len(new))
             self._cond.notify_all()
 
     def stats(self) -> tuple[int, int, int]:
@@ -241,6 +244,7 @@ class OrderedStore:
         """Wake every thread waiting in `next_ready` or `wait_for_room` (used at close)."""
         with self._cond:
             self._stopped = True
+            self._ready.notify_all()
             self._cond.notify_all()
 
     def close(self, next_seq: int | None = None) -> None:

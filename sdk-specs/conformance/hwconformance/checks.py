@@ -20,9 +20,11 @@ def request_views(run: Run) -> list[dict[str, Any]]:
     schemas = {int(e["id"]): e["schema"] for e in run.mock.registry.values()}
     views: list[dict[str, Any]] = []
     prev: dict[str, Any] | None = None
-    for req in run.mock.requests:
+    mocks = run.mocks.values() if run.mocks else [run.mock]
+    for req in sorted((r for m in mocks for r in m.requests), key=lambda r: float(r["t"])):
         batch = req.get("decoded")
         view: dict[str, Any] = {
+            "gateway": req.get("gateway", "primary"), "status": req.get("status"),
             "method": req["method"], "path": req["path"], "headers": req["headers"], "batch": batch,
             "conn": req["conn"], "new_conn": prev is None or req["conn"] != prev["conn"],
             "gap_s": 0.0 if prev is None else round(req["t"] - prev["t"], 3),
@@ -72,6 +74,8 @@ def check_expectations(expect: dict[str, Any], run: Run, matcher: Matcher,
         part(lambda n=n, rule=rule: _events_where(n, rule, views, matcher))  # type: ignore[misc]
     if "outcomes" in expect:
         part(lambda: _outcomes(expect["outcomes"], run.outcomes, matcher))
+    for name, rule in expect.get("gateways", {}).items():
+        part(lambda name=name, rule=rule: _gateway(name, rule, views, run))  # type: ignore[misc]
     if "stats" in expect:
         stats = dict(run.stats)
         stats["dropped_total"] = sum(int(v) for v in (stats.get("dropped") or {}).values())
@@ -94,8 +98,8 @@ def _summary(views: list[dict[str, Any]]) -> str:
     parts: list[str] = []
     for v in views:
         batch = v["batch"] if isinstance(v["batch"], dict) else {}
-        parts.append(f"#{len(parts)} conn {v['conn']} +{v['gap_s']}s {len(v['events'])} events "
-                     f"batch_id {str(batch.get('batch_id'))[:13]}")
+        parts.append(f"#{len(parts)} {v.get('gateway', 'primary')} {v.get('status')} conn {v['conn']} "
+                     f"+{v['gap_s']}s {len(v['events'])} events batch_id {str(batch.get('batch_id'))[:13]}")
     return "[" + "; ".join(parts) + "]"
 
 
@@ -176,6 +180,36 @@ def _events(expect: dict[str, Any], views: list[dict[str, Any]]) -> None:
         for eid, seqs in seqs_of_id.items():
             if len(seqs) != 1:
                 raise Mismatch(f"events: event_id {eid} was sent with several seqs {sorted(seqs)}")
+
+
+def _gateway(name: str, rule: dict[str, Any], views: list[dict[str, Any]], run: Run) -> None:
+    """What one gateway of a two-gateway vector saw: request counts, the seqs it acknowledged (each exactly
+    once), the batches of another gateway it was sent again (same `batch_id`), its `/readyz` probes."""
+    mine = [v for v in views if v["gateway"] == name]
+    where = f"gateways.{name}"
+    if len(mine) < int(rule.get("requests_min", 0)):
+        raise Mismatch(f"{where}: {len(mine)} request(s), expected at least {rule['requests_min']}: {_summary(mine)}")
+    if "requests_max" in rule and len(mine) > int(rule["requests_max"]):
+        raise Mismatch(f"{where}: {len(mine)} request(s), expected at most {rule['requests_max']}: {_summary(mine)}")
+    if "acknowledged_seqs" in rule:
+        first, last = rule["acknowledged_seqs"]
+        got = sorted(e.get("seq") for v in mine if v["status"] in (200, 422) for e in v["events"])
+        if got != list(range(first, last + 1)):
+            raise Mismatch(f"{where}: acknowledged the seqs {_ranges(got)} ({len(got)} events), expected "
+                           f"{first}-{last} each exactly once")
+    if "resends_batches_of" in rule:
+        other = rule["resends_batches_of"]
+        theirs = {str(v["batch"].get("batch_id")) for v in views
+                  if v["gateway"] == other and isinstance(v["batch"], dict)}
+        ours = {str(v["batch"].get("batch_id")) for v in mine if isinstance(v["batch"], dict)}
+        if not theirs:
+            raise Mismatch(f"{where}: the {other} received no batch, so none could be sent again here")
+        if theirs - ours:
+            raise Mismatch(f"{where}: batch_ids sent to the {other} never came here with the same id: "
+                           f"{sorted(theirs - ours)}")
+    probes = run.mocks[name].probes if name in run.mocks else 0
+    if probes < int(rule.get("probes_min", 0)):
+        raise Mismatch(f"{where}: {probes} GET /readyz probe(s), expected at least {rule['probes_min']}")
 
 
 def _events_where(n: int, rule: dict[str, Any], views: list[dict[str, Any]], matcher: Matcher) -> None:

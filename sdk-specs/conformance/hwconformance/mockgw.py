@@ -1,8 +1,10 @@
 """The scriptable mock gateway: records every request, answers from a vector's script (statuses, delays,
-connection resets, `Connection: close`, closing a connection after N requests) and serves registry look-ups."""
+connection resets, `Connection: close`, closing a connection after N requests), serves registry look-ups and
+`/readyz`, and can be taken down (connections refused) or made unavailable (503) and brought back."""
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import itertools
 import json
@@ -19,12 +21,16 @@ from typing import Any
 from .wire import decode_body
 
 BATCH_PATH = "/v1/batch"
+READY_PATH = "/readyz"
 MAX_BODY = 64 << 20
+STATES = ("up", "down", "unavailable")
+UNAVAILABLE = {"status": 503, "code": "kafka_unavailable", "headers": {"Retry-After": "1"}}
 
 
 class Recorded(dict[str, Any]):
     """One request as seen by the mock: method, path, headers (lower-case names), body, decoded batch,
-    connection number `conn` (1, 2, ... in order of acceptance) and arrival time `t` (monotonic seconds)."""
+    connection number `conn` (`conn_base` + 1, 2, ... in order of acceptance), arrival time `t` (monotonic
+    seconds), the mock's `gateway` name and the `status` it answered (None: reset or dropped)."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,11 @@ class MockGateway:
     """A threaded HTTP/1.1 server on a free loopback port; `script` is consumed one answer per batch request."""
 
     def __init__(self, script: list[dict[str, Any]] | None = None, *, close_after: int | None = None,
-                 registry: dict[str, dict[str, Any]] | None = None, tls: ssl.SSLContext | None = None) -> None:
+                 registry: dict[str, dict[str, Any]] | None = None, tls: ssl.SSLContext | None = None,
+                 name: str = "primary", state: str = "up", conn_base: int = 0) -> None:
+        self.name = name
+        self.state = state
+        self.probes = 0  # GET /readyz requests
         self.script = list(script or [])
         self.close_after = close_after
         self.registry = registry or {}
@@ -53,29 +63,72 @@ class MockGateway:
         self.registry_calls: list[str] = []
         self.lock = threading.Lock()
         self.arrived = threading.Condition(self.lock)
-        self._conns = itertools.count(1)
+        self._conns = itertools.count(conn_base + 1)
+        self._open: set[socket.socket] = set()  # accepted connections, cut when the mock goes down
         self.tls = tls
-        self._server = _QuietServer(("127.0.0.1", 0), _handler(self))
-        self._server.tls = tls
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="mock-gateway", daemon=True)
+        self._server = self._bind(0)
+        self._port = int(self._server.server_address[1])
+        self._thread: threading.Thread | None = None
+
+    def _bind(self, port: int) -> _QuietServer:
+        server = _QuietServer(("127.0.0.1", port), _handler(self))
+        server.tls = self.tls
+        server.daemon_threads = True
+        return server
 
     @property
     def url(self) -> str:
         """The base URL (`http://127.0.0.1:<port>`; `https://localhost:<port>` when serving TLS)."""
         if self.tls is not None:
-            return f"https://localhost:{self._server.server_address[1]}"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+            return f"https://localhost:{self._port}"
+        return f"http://127.0.0.1:{self._port}"
 
     def start(self) -> MockGateway:
-        """Start serving in a background thread."""
-        self._thread.start()
+        """Start serving in a background thread (in state `down`: listen on nothing until set `up`)."""
+        if self.state == "down":
+            self._server.server_close()
+        else:
+            self._serve()
         return self
+
+    def _serve(self) -> None:
+        self._thread = threading.Thread(target=self._server.serve_forever, name=f"mock-{self.name}", daemon=True)
+        self._thread.start()
 
     def stop(self) -> None:
         """Stop serving and close the listening socket."""
-        self._server.shutdown()
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread = None
         self._server.server_close()
+        self._cut()
+
+    def set_state(self, state: str) -> None:
+        """`up` (serve the script, then 200), `unavailable` (503 to every batch and to /readyz) or `down` (the
+        port refuses connections and every open connection is cut); coming back up listens on the same port."""
+        if state not in STATES:
+            raise ValueError(f"unknown gateway state {state!r}")
+        was, self.state = self.state, state
+        if state == "down" and was != "down":
+            self.stop()
+        elif state != "down" and was == "down":
+            self._server = self._bind(self._port)
+            self._serve()
+
+    def track(self, sock: socket.socket, open_: bool) -> None:
+        """Remember (or forget) an accepted connection, so that going down cuts it."""
+        with self.lock:
+            if open_:
+                self._open.add(sock)
+            else:
+                self._open.discard(sock)
+
+    def _cut(self) -> None:
+        with self.lock:
+            conns, self._open = list(self._open), set()
+        for sock in conns:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def next_conn(self) -> int:
         """The number of a newly accepted connection."""
@@ -85,8 +138,11 @@ class MockGateway:
         """Keep a batch request; return the scripted answer for it (None: the default 200)."""
         with self.lock:
             req["index"] = len(self.requests)
+            req["gateway"] = self.name
             self.requests.append(req)
             self.arrived.notify_all()
+            if self.state == "unavailable":
+                return UNAVAILABLE
             return self.script.pop(0) if self.script else None
 
     def wait_requests(self, count: int, timeout_s: float) -> bool:
@@ -149,11 +205,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.request.settimeout(None)
         super().setup()
         self.conn = self.mock.next_conn()
+        self.mock.track(self.connection, True)
+
+    def finish(self) -> None:
+        self.mock.track(self.connection, False)
+        with contextlib.suppress(OSError):  # the connection was cut (the mock went down)
+            super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:
         return
 
     def do_GET(self) -> None:
+        if self.path == READY_PATH:  # the gateway's readiness probe: ready unless the mock is unavailable
+            self.mock.probes += 1
+            ready = self.mock.state == "up"
+            self._send(200 if ready else 503, {"status": "ready" if ready else "not_ready"}, {})
+            return
         self.mock.registry_calls.append(self.path)
         prefix, suffix = "/subjects/headwater.events.", "/versions/latest"
         name = self.path[len(prefix):-len(suffix)] if self.path.startswith(prefix) and \
@@ -183,6 +250,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, req: Recorded, answer: dict[str, Any]) -> None:
         time.sleep(float(answer.get("delay_s", 0)))
         action = answer.get("action")
+        req["status"] = None
         if action in ("reset", "drop"):
             if action == "reset":  # RST instead of FIN: the client sees "connection reset by peer"
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -198,6 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             body = {"code": answer.get("code", f"http_{status}"), "message": "scripted answer"}
         headers = {k: _header_value(v) for k, v in answer.get("headers", {}).items()}
+        req["status"] = status
         self.served += 1
         if action == "close" or (self.mock.close_after is not None and self.served >= self.mock.close_after):
             if action == "close":

@@ -1,4 +1,5 @@
-"""Running one SDK vector: a mock gateway, the SDK's driver, the vector's steps, then every expectation."""
+"""Running one SDK vector: a mock gateway (two with `secondary`: the client's endpoints in order), the SDK's
+driver, the vector's steps, then every expectation."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ class Run:
     """Everything one vector run observed: the mock's requests, the driver's replies and outcomes."""
 
     mock: MockGateway
+    mocks: dict[str, MockGateway] = dataclasses.field(default_factory=dict)  # by name; `mock` is "primary"
     replies: list[tuple[dict[str, Any], dict[str, Any]]] = dataclasses.field(default_factory=list)
     outcomes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     stats: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -62,15 +64,18 @@ class SdkCase:
         self.vector = vector
         self.sdk = sdk
         self.workdir = workdir
-        gw = vector.get("gateway", {})
-        self.run = Run(MockGateway(_expand(gw.get("script", [])), close_after=gw.get("close_after"),
-                                   registry=gw.get("registry"), tls=tls.context() if tls else None))
+        self.run = Run(_mock(vector.get("gateway", {}), "primary", tls))
+        self.run.mocks["primary"] = self.run.mock
+        if "secondary" in vector:  # the client is given both, primary first (protocol.md §9)
+            self.run.mocks["secondary"] = _mock(vector["secondary"], "secondary", tls, conn_base=100_000)
         self.run.stderr = workdir / "driver.stderr"
         client = vector.get("client", {})
         self.spool = str(workdir / "spool") if client.get("spool", False) else None
         self.options = {**DEFAULT_OPTIONS, **client.get("options", {})}
         if "registry_url" in self.options:
             self.options["registry_url"] = self.run.mock.url
+        if len(self.run.mocks) > 1:
+            self.options["endpoints"] = [m.url for m in self.run.mocks.values()]
         self.write_key = client.get("write_key", WRITE_KEY)
         self.env = {k: v.replace("{endpoint}", self.run.mock.url).replace("{write_key}", self.write_key)
                     for k, v in client.get("env", {}).items()} if "env" in client else None
@@ -84,7 +89,8 @@ class SdkCase:
 
     def execute(self) -> Run:
         """Run every step and the final `outcomes`/`stats`; raise `Failed` listing every broken expectation."""
-        self.run.mock.start()
+        for mock in self.run.mocks.values():
+            mock.start()
         try:
             self._start()
             for n, step in enumerate(self.vector["steps"]):
@@ -98,7 +104,8 @@ class SdkCase:
         finally:
             if self.driver is not None:
                 self.driver.stop()
-            self.run.mock.stop()
+            for mock in self.run.mocks.values():
+                mock.stop()
         if self.problems:
             raise Failed("\n".join(self.problems))
         return self.run
@@ -147,11 +154,15 @@ class SdkCase:
         elif do == "stats":
             reply = self._call({"cmd": "stats"})
         elif do == "wait_requests":
-            if not self.run.mock.wait_requests(int(step["count"]), float(step.get("timeout_s", 30))):
-                raise Failed(f"{where}: {len(self.run.mock.requests)} request(s) arrived, expected "
+            mock = self._target(step, where)
+            if not mock.wait_requests(int(step["count"]), float(step.get("timeout_s", 30))):
+                raise Failed(f"{where}: {len(mock.requests)} request(s) arrived at the {mock.name}, expected "
                              f"{step['count']} within {step.get('timeout_s', 30)} s")
         elif do == "quiet":
-            self.run.mock.quiet_for(float(step.get("seconds", 0.5)), float(step.get("timeout_s", 30)))
+            for mock in self.run.mocks.values():
+                mock.quiet_for(float(step.get("seconds", 0.5)), float(step.get("timeout_s", 30)))
+        elif do == "gateway":
+            self._target(step, where).set_state(step["state"])
         elif do == "sleep":
             time.sleep(float(step.get("seconds", 0)))
         elif do == "crash":
@@ -168,6 +179,20 @@ class SdkCase:
                 self.matcher.check(step["expect"], reply, f"{where} reply")
             except Mismatch as exc:
                 self.problems.append(str(exc))
+
+
+    def _target(self, step: dict[str, Any], where: str) -> MockGateway:
+        name = step.get("target", "primary")
+        if name not in self.run.mocks:
+            raise Failed(f"{where}: the vector has no {name} gateway")
+        return self.run.mocks[name]
+
+
+def _mock(gw: dict[str, Any], name: str, tls: ServerTls | None, conn_base: int = 0) -> MockGateway:
+    """The mock gateway of a vector's `gateway` (or `secondary`) block."""
+    return MockGateway(_expand(gw.get("script", [])), close_after=gw.get("close_after"), registry=gw.get("registry"),
+                       tls=tls.context() if tls else None, name=name, state=gw.get("state", "up"),
+                       conn_base=conn_base)
 
 
 def _expand(script: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -237,7 +237,8 @@ class Headwater extends node_events_1.EventEmitter {
     }
     /** A snapshot of the delivery counters. */
     metrics() {
-        return this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents(), this.window.limit.window);
+        const eps = this.sender.endpoints;
+        return { ...this.counters.snapshot(this.batcher.queued, this.enqueued, this.store.stats(), this.store.durableEvents(), this.window.limit.window), endpoint: eps.current()[1], failovers: eps.failovers, failbacks: eps.failbacks };
     }
     async shutdown(timeoutMs) {
         this.stateValue = "closing";

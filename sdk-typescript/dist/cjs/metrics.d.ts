@@ -7,7 +7,8 @@
  * `retries`: retried send attempts. `pendingBatches`/`pendingEvents`: sealed but not yet acknowledged.
  * `spoolBytes`: bytes held by the store. `spooledEvents`: pending events already in spool files (they survive a
  * crash; the others are still being written). `inFlightLimit`: the adaptive in-flight window now (protocol.md
- * §6.2), between 1 and `maxInFlight`.
+ * §6.2), between 1 and `maxInFlight`. `endpoint`: the endpoint sent to now; `failovers` / `failbacks`: moves to
+ * the next endpoint / back to an earlier one (protocol.md §9).
  */
 export interface Metrics {
     queued: number;
@@ -24,7 +25,12 @@ export interface Metrics {
     spoolBytes: number;
     spooledEvents: number;
     inFlightLimit: number;
+    endpoint: string;
+    failovers: number;
+    failbacks: number;
 }
+/** What the counters know; the client adds the failover figures. */
+export type CounterSnapshot = Omit<Metrics, "endpoint" | "failovers" | "failbacks">;
 /** Mutable counters; `settled` (acked + rejected + dropped after acceptance) drives flush() and close(). */
 export declare class Counters {
     sent: number;
@@ -46,5 +52,5 @@ export declare class Counters {
     until(target: number, timeoutMs?: number): Promise<boolean>;
     /** Waiters of flush() calls in progress. */
     get waiting(): number;
-    snapshot(queued: number, enqueued: number, store: [number, number, number], spooled: number, inFlightLimit: number): Metrics;
+    snapshot(queued: number, enqueued: number, store: [number, number, number], spooled: number, inFlightLimit: number): CounterSnapshot;
 }

@@ -5,6 +5,7 @@ exports.Sender = void 0;
 exports.split = split;
 const compress_js_1 = require("./compress.js");
 const errors_js_1 = require("./errors.js");
+const failover_js_1 = require("./failover.js");
 const ids_js_1 = require("./ids.js");
 const retry_js_1 = require("./retry.js");
 const avro_js_1 = require("./avro.js");
@@ -25,7 +26,7 @@ function split(batch) {
     });
     return [half(0, batch.events.slice(0, mid)), half(1, batch.events.slice(mid))];
 }
-/** Sends batches to `{endpoint}/v1/batch`; counts and reports what happened. */
+/** Sends batches to `{endpoint}/v1/batch` (the active one of `endpoints`); counts and reports what happened. */
 class Sender {
     cfg;
     transport;
@@ -35,7 +36,7 @@ class Sender {
     gate;
     window;
     schemas;
-    url;
+    endpoints;
     /** The body's codec, chosen once (zstd may fall back to gzip: see compress.ts). */
     codec;
     headers = {};
@@ -50,7 +51,7 @@ class Sender {
         this.gate = gate;
         this.window = window;
         this.schemas = schemas;
-        this.url = `${cfg.endpoint.replace(/\/+$/, "")}/v1/batch`;
+        this.endpoints = new failover_js_1.Endpoints(cfg.endpoints, cfg.failoverAfterFailures, cfg.failoverAfterMs, cfg.failbackProbeMs);
         this.codec = (0, compress_js_1.codecFor)(cfg.compression).then((codec) => {
             this.headers = { "Content-Type": wire_js_1.JSON_TYPE, "Content-Encoding": codec.encoding, Authorization: `Bearer ${cfg.writeKey}`,
                 "User-Agent": version_js_1.USER_AGENT };
@@ -79,11 +80,16 @@ class Sender {
                 if (!(await this.gate.enter(me)))
                     return { kind: "release" };
                 let failure;
+                let index; // the endpoint the attempt went to (none: the registry failed)
                 try {
                     encoded ??= await this.encode(batch, sentAt); // a registry look-up may fail: retried like a send
-                    const resp = await this.post(encoded);
+                    await this.probe();
+                    index = this.endpoints.current()[0];
+                    const resp = await this.post(encoded, index);
                     if (resp === undefined)
                         return { kind: "release" }; // stopped while waiting for a place
+                    if (!(0, failover_js_1.healthFailure)(resp.status))
+                        this.endpoints.answered(index);
                     if ((0, retry_js_1.classify)(resp.status) !== "retry") {
                         this.gate.answered();
                         this.firstSent.delete(batch.batchId);
@@ -97,12 +103,19 @@ class Sender {
                 }
                 if (this.abort.aborted)
                     return { kind: "release" };
+                const status = failure instanceof errors_js_1.RetryableStatusError ? failure.status : 0;
+                if (index !== undefined && (status === 0 || (0, failover_js_1.healthFailure)(status)) && this.moved(this.endpoints.failed(index))) {
+                    this.gate.switched(); // failed over (protocol.md §9): try the new endpoint now
+                    this.counters.retries += 1;
+                    continue;
+                }
                 const since = this.gate.failed(me, failure);
                 const retryAfterS = failure instanceof errors_js_1.RetryableStatusError && failure.retryAfter !== undefined
                     ? Math.min(failure.retryAfter, (retry_js_1.RETRY_AFTER_CAP_FACTOR * this.cfg.retryMaxMs) / 1000) : undefined;
                 if (retryAfterS !== undefined)
                     this.gate.hold(retryAfterS * 1000);
-                const cap = failure.code === "connection_refused" ? Math.min(this.cfg.retryRefusedMaxMs, this.cfg.retryMaxMs) : this.cfg.retryMaxMs;
+                const short = this.endpoints.urls.length > 1 && (status === 0 || (0, failover_js_1.healthFailure)(status)); // §9: reach the failover bound on time
+                const cap = failure.code === "connection_refused" || short ? Math.min(this.cfg.retryRefusedMaxMs, this.cfg.retryMaxMs) : this.cfg.retryMaxMs;
                 const wait = this.gate.capped((0, retry_js_1.backoffMs)(attempt, this.cfg.retryBaseMs, cap, retryAfterS));
                 if (Date.now() + wait > deadline) {
                     this.events.failed(failure);
@@ -122,8 +135,46 @@ class Sender {
             this.gate.gaveUp(me);
         }
     }
+    /**
+     * While on a later endpoint, one send at a time asks the earlier ones `GET /readyz` (when due), and the client
+     * returns to the first that answers 200 (protocol.md §9). The probe carries no write key.
+     */
+    async probe() {
+        const targets = this.endpoints.probeTargets();
+        if (targets.length === 0)
+            return;
+        let ready;
+        try {
+            for (const i of targets) {
+                const url = `${this.endpoints.urls[i]}${failover_js_1.READY_PATH}`;
+                const resp = await this.transport.send({ method: "GET", url, headers: { "User-Agent": version_js_1.USER_AGENT }, body: Buffer.alloc(0) }, Math.min(failover_js_1.PROBE_TIMEOUT_MS, this.cfg.requestTimeoutMs)).catch(() => undefined);
+                if (resp?.status === 200) {
+                    ready = i;
+                    break;
+                }
+            }
+        }
+        finally {
+            if (this.moved(this.endpoints.probed(ready)))
+                this.gate.switched();
+        }
+    }
+    /** Log and act on a move to another endpoint; true if there was one. */
+    moved(sw) {
+        if (sw === undefined)
+            return false;
+        this.window.limit.newPath();
+        if (sw.failback) {
+            process.emitWarning(`headwater: failing back to ${sw.new} (ready again); was sending to ${sw.old}`, { code: "HEADWATER_FAILBACK" });
+        }
+        else {
+            process.emitWarning(`headwater: failing over from ${sw.old} to ${sw.new} after ${sw.failures} failed attempt(s) in ` +
+                `${(sw.spentMs / 1000).toFixed(1)} s`, { code: "HEADWATER_FAILOVER" });
+        }
+        return true;
+    }
     /** One attempt inside a place of the window; undefined when the client stopped while waiting for a place. */
-    async post(encoded) {
+    async post(encoded, index) {
         if (encoded.sentIndex.length === 0)
             return { status: 200, headers: {}, body: Buffer.from("{}") };
         const slot = await this.window.acquire();
@@ -131,7 +182,7 @@ class Sender {
             return undefined;
         let signal = "failure"; // no answer (connection error, timeout) unless one is read
         try {
-            const resp = await this.transport.send({ method: "POST", url: this.url,
+            const resp = await this.transport.send({ method: "POST", url: `${this.endpoints.urls[index]}/v1/batch`,
                 headers: encoded.contentType === wire_js_1.AVRO_TYPE ? this.avroHeaders : this.headers, body: encoded.body }, this.cfg.requestTimeoutMs);
             const outcome = (0, retry_js_1.classify)(resp.status);
             signal = outcome === "done" ? "success" : outcome === "retry" ? "failure" : "neutral";

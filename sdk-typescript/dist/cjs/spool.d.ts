@@ -31,6 +31,7 @@ export declare class DiskSpool extends MemoryStore {
     private memoryBytes;
     private locked;
     private readonly persisted;
+    private readonly unlinking;
     private tmpCounter;
     constructor(directory: string, maxBytes: number, overflow: "backpressure" | "drop_oldest", fsync: boolean, report: DropReporter, warn: (msg: string) => void);
     private recover;
@@ -47,7 +48,7 @@ export declare class DiskSpool extends MemoryStore {
     private quarantine;
     /** Persist the exact next seq (no gap after a clean close) and release the directory lock. */
     close(nextSeq: number): void;
-    /** Wait until every batch write started so far has finished (tests, close). */
+    /** Wait until every batch write and every unlink of a delivered batch started so far has finished (close). */
     settled(): Promise<void>;
     private unlock;
 }

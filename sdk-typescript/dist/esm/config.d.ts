@@ -17,7 +17,16 @@ export type SpoolOverflow = (typeof SPOOL_OVERFLOW_POLICIES)[number];
 export type Compression = (typeof COMPRESSIONS)[number];
 /** Every option of `Headwater`; see the README's table for what each one does. */
 export interface HeadwaterOptions {
-    endpoint: string;
+    /** The gateway; may be left out when `endpoints` is given (else it must be `endpoints[0]`). */
+    endpoint?: string;
+    /** Several gateways in order of preference, the primary first (protocol.md §9, failover); same scheme for all. */
+    endpoints?: readonly string[];
+    /** With several endpoints: how long the active one fails before the next is used ... */
+    failoverAfterMs?: number;
+    /** ... and at least this many consecutive failed attempts. */
+    failoverAfterFailures?: number;
+    /** How often earlier endpoints are probed (`GET /readyz`) to fail back. */
+    failbackProbeMs?: number;
     writeKey: string;
     spoolDir?: string | null;
     wireFormat?: "json" | "avro";
@@ -55,6 +64,8 @@ export interface HeadwaterOptions {
     transport?: Transport;
 }
 export type Config = Readonly<Required<Omit<HeadwaterOptions, "spoolDir" | "transport" | "registryUrl" | "caBundle">>> & {
+    readonly endpoint: string;
+    readonly endpoints: readonly string[];
     readonly spoolDir: string | null;
     readonly caBundle: string | null;
     readonly registryUrl: string | null;
@@ -84,6 +95,9 @@ export declare const DEFAULTS: {
     readonly connectionMaxAgeMs: 300000;
     readonly exitTimeoutMs: 5000;
     readonly maxInFlight: 16;
+    readonly failoverAfterMs: 10000;
+    readonly failoverAfterFailures: 3;
+    readonly failbackProbeMs: 10000;
     readonly caBundle: null;
     readonly handleExit: true;
 };
@@ -93,3 +107,4 @@ export declare function envName(option: string): string;
 export declare function optionsFromEnv(env?: NodeJS.ProcessEnv, overrides?: Partial<HeadwaterOptions>): HeadwaterOptions;
 /** Validate `options` and fill the defaults; throws ConfigError naming the bad option. */
 export declare function buildConfig(options: HeadwaterOptions): Config;
+export declare const MAX_ENDPOINTS = 8;

@@ -37,12 +37,19 @@ export const DEFAULTS = {
     connectionMaxAgeMs: 300_000,
     exitTimeoutMs: 5_000,
     maxInFlight: 16,
+    failoverAfterMs: 10_000,
+    failoverAfterFailures: 3,
+    failbackProbeMs: 10_000,
     caBundle: null,
     handleExit: true,
 };
 /** Option name -> [environment name of the Python option, kind]; `ms` options are seconds in the env. */
 const ENV = {
     endpoint: ["ENDPOINT", "str"],
+    endpoints: ["ENDPOINTS", "list"],
+    failoverAfterMs: ["FAILOVER_AFTER_S", "ms"],
+    failoverAfterFailures: ["FAILOVER_AFTER_FAILURES", "int"],
+    failbackProbeMs: ["FAILBACK_PROBE_S", "ms"],
     writeKey: ["WRITE_KEY", "str"],
     spoolDir: ["SPOOL_DIR", "str"],
     wireFormat: ["WIRE_FORMAT", "str"],
@@ -91,17 +98,18 @@ export function optionsFromEnv(env = process.env, overrides = {}) {
         }
     }
     Object.assign(out, overrides);
-    for (const required of ["endpoint", "writeKey"]) {
-        if (out[required] === undefined) {
-            const alias = required === "endpoint" ? " or GATEWAY_URL" : "";
-            throw new ConfigError(`${envName(required)}${alias} is not set`);
-        }
+    if (out.endpoint === undefined && out.endpoints === undefined) {
+        throw new ConfigError(`${envName("endpoint")} or GATEWAY_URL is not set (nor ${envName("endpoints")})`);
     }
+    if (out.writeKey === undefined)
+        throw new ConfigError(`${envName("writeKey")} is not set`);
     return out;
 }
 function parseEnv(name, raw, kind) {
     if (kind === "str")
         return raw;
+    if (kind === "list")
+        return raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
     const value = Number(raw.replace(/_/g, ""));
     if (!Number.isFinite(value) || (kind === "int" && !Number.isInteger(value))) {
         throw new ConfigError(`${name}=${JSON.stringify(raw)} is not a valid ${kind === "int" ? "integer" : "number"}`);
@@ -118,8 +126,8 @@ export function buildConfig(options) {
             throw new ConfigError(`unknown option: ${key}`);
     }
     const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
-    const cfg = { ...DEFAULTS, nodeId: hostname(), context: {}, transport: undefined, ...defined };
-    checkUrl("endpoint", cfg.endpoint);
+    const cfg = { ...DEFAULTS, nodeId: hostname(), context: {}, transport: undefined, ...defined,
+        ...endpointsOf(options) };
     if (typeof cfg.writeKey !== "string" || cfg.writeKey === "") {
         throw new ConfigError("writeKey (HEADWATER_WRITE_KEY) must be a non-empty string");
     }
@@ -146,6 +154,9 @@ export function buildConfig(options) {
     checkInt("maxPendingBatches", cfg.maxPendingBatches, 1, 2 ** 31);
     checkInt("spoolMaxBytes", cfg.spoolMaxBytes, 1024, 2 ** 50);
     checkInt("maxInFlight", cfg.maxInFlight, 1, 64);
+    checkInt("failoverAfterFailures", cfg.failoverAfterFailures, 1, 1_000_000);
+    checkNumber("failoverAfterMs", cfg.failoverAfterMs, 0, 86_400_000);
+    checkNumber("failbackProbeMs", cfg.failbackProbeMs, 1, 86_400_000 * 365);
     for (const name of ["lingerMs", "exitTimeoutMs"])
         checkNumber(name, cfg[name], 0, 86_400_000);
     for (const name of ["requestTimeoutMs", "retryDeadlineMs", "retryBaseMs", "retryMaxMs", "retryRefusedMaxMs", "connectionMaxAgeMs", "schemaRefreshMs"]) {
@@ -165,6 +176,29 @@ export function buildConfig(options) {
     if (typeof cfg.handleExit !== "boolean")
         throw new ConfigError("handleExit must be a boolean");
     return Object.freeze({ ...cfg, context: Object.freeze({ ...cfg.context }) });
+}
+export const MAX_ENDPOINTS = 8;
+/** `endpoints` (ordered, the primary first) or `[endpoint]`, checked; `endpoint` is then the first. */
+function endpointsOf(options) {
+    const list = options.endpoints ?? (options.endpoint === undefined ? [] : [options.endpoint]);
+    if (!Array.isArray(list) || list.length === 0) {
+        throw new ConfigError("endpoint (HEADWATER_ENDPOINT or GATEWAY_URL) or endpoints (HEADWATER_ENDPOINTS) is required");
+    }
+    const name = options.endpoints === undefined ? "endpoint" : "endpoints";
+    for (const url of list)
+        checkUrl(name, url);
+    const urls = list;
+    const distinct = new Set(urls.map((u) => u.replace(/\/+$/, "")));
+    if (urls.length > MAX_ENDPOINTS || distinct.size !== urls.length) {
+        throw new ConfigError(`endpoints must be 1 to ${MAX_ENDPOINTS} distinct URLs, got ${JSON.stringify(urls)}`);
+    }
+    if (new Set(urls.map((u) => u.split(":")[0])).size !== 1) {
+        throw new ConfigError(`endpoints must all be http:// or all https://, got ${JSON.stringify(urls)}`);
+    }
+    if (options.endpoint !== undefined && options.endpoint !== urls[0]) {
+        throw new ConfigError(`endpoint ${JSON.stringify(options.endpoint)} must be the first of endpoints (or be left out)`);
+    }
+    return { endpoint: urls[0], endpoints: Object.freeze([...urls]) };
 }
 function checkUrl(name, value) {
     if (typeof value !== "string" || !/^https?:\/\/[^/\s]+/.test(value)) {

@@ -39,6 +39,11 @@ export declare class Gate {
     failed(me: number, error: TransportError): number;
     /** A request got an answer: the streak ends and every wait ends. */
     answered(): void;
+    /**
+     * The client moved to another endpoint (protocol.md §9): the streak and any Retry-After hold (the old
+     * endpoint's) end, and every wait ends, so pending batches go to the new endpoint at once.
+     */
+    switched(): void;
     /** Delivery `me` stops probing (deadline or stop); the next delivery at the gate probes. */
     gaveUp(me: number): void;
     /** End every wait now; `closing`: close() started, so later backoffs are capped as well. */

@@ -97,6 +97,18 @@ export class Gate {
         if (since !== undefined)
             this.recovered(this.now() - since, failures);
     }
+    /**
+     * The client moved to another endpoint (protocol.md §9): the streak and any Retry-After hold (the old
+     * endpoint's) end, and every wait ends, so pending batches go to the new endpoint at once.
+     */
+    switched() {
+        this.streakSince = undefined;
+        this.failures = 0;
+        this.prober = 0;
+        this.notBefore = 0;
+        this.wakes += 1;
+        this.notify();
+    }
     /** Delivery `me` stops probing (deadline or stop); the next delivery at the gate probes. */
     gaveUp(me) {
         if (this.prober !== me)

@@ -24,6 +24,8 @@ export declare class AdaptiveLimit {
     get window(): number;
     /** The smallest round-trip time (ms) of the last 10 to 20 s (Infinity before the first). */
     get minRttMs(): number;
+    /** The client moved to another endpoint: forget the minimum round-trip time (the new path has its own). */
+    newPath(): void;
     /** A 200/422 after `rttMs`, answered at `nowMs`; `limited`: the request filled the window when it was sent. */
     succeeded(rttMs: number, limited: boolean, nowMs: number): void;
     /** A retryable failure of a request sent in `generation`: the window halves once per generation. */

@@ -33,6 +33,12 @@ export class AdaptiveLimit {
     get minRttMs() {
         return Math.min(this.bucketMin, this.olderMin);
     }
+    /** The client moved to another endpoint: forget the minimum round-trip time (the new path has its own). */
+    newPath() {
+        this.bucketMin = Infinity;
+        this.olderMin = Infinity;
+        this.bucketStart = undefined;
+    }
     /** A 200/422 after `rttMs`, answered at `nowMs`; `limited`: the request filled the window when it was sent. */
     succeeded(rttMs, limited, nowMs) {
         this.answered = true;

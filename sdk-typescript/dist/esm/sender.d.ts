@@ -2,6 +2,7 @@
 import type { Config } from "./config.js";
 import { type Codec } from "./compress.js";
 import { EventRejectedError, type DeliveryError } from "./errors.js";
+import { Endpoints } from "./failover.js";
 import type { Counters } from "./metrics.js";
 import type { Gate } from "./gate.js";
 import type { Window } from "./limit.js";
@@ -33,7 +34,7 @@ export interface SenderEvents {
 }
 /** The two halves of a batch (protocol.md §4, splitting on 413): first floor(n/2) events, then the rest, with derived ids. */
 export declare function split(batch: Batch): [Batch, Batch];
-/** Sends batches to `{endpoint}/v1/batch`; counts and reports what happened. */
+/** Sends batches to `{endpoint}/v1/batch` (the active one of `endpoints`); counts and reports what happened. */
 export declare class Sender {
     private readonly cfg;
     private readonly transport;
@@ -43,7 +44,7 @@ export declare class Sender {
     private readonly gate;
     private readonly window;
     private readonly schemas;
-    private readonly url;
+    readonly endpoints: Endpoints;
     /** The body's codec, chosen once (zstd may fall back to gzip: see compress.ts). */
     readonly codec: Promise<Codec>;
     private headers;
@@ -55,6 +56,13 @@ export declare class Sender {
      * passes the client's gate (protocol.md §6.1) and takes a place in the in-flight window (§6.2).
      */
     deliver(batch: Batch, keepOnFailure: boolean): Promise<Action>;
+    /**
+     * While on a later endpoint, one send at a time asks the earlier ones `GET /readyz` (when due), and the client
+     * returns to the first that answers 200 (protocol.md §9). The probe carries no write key.
+     */
+    private probe;
+    /** Log and act on a move to another endpoint; true if there was one. */
+    private moved;
     /** One attempt inside a place of the window; undefined when the client stopped while waiting for a place. */
     private post;
     /** The compressed body: JSON, or the Avro fast path with each event framed with its registered schema. */

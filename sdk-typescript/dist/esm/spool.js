@@ -37,6 +37,7 @@ export class DiskSpool extends MemoryStore {
     memoryBytes = 0;
     locked = true;
     persisted = new Map();
+    unlinking = new Set();
     tmpCounter = 0;
     constructor(directory, maxBytes, overflow, fsync, report, warn) {
         super("", Number.MAX_SAFE_INTEGER, maxBytes, overflow, report);
@@ -204,7 +205,9 @@ export class DiskSpool extends MemoryStore {
         entry.path = undefined;
         // A split parent's file goes only once its halves are on disk: a crash in between resends the parent.
         const waits = after.map((e) => this.persisted.get(e)).filter((p) => p !== undefined);
-        Promise.all(waits).then(() => unlink(path)).catch(() => undefined);
+        const done = Promise.all(waits).then(() => unlink(path)).catch(() => undefined);
+        this.unlinking.add(done);
+        void done.finally(() => this.unlinking.delete(done));
     }
     quarantine(path) {
         try {
@@ -232,9 +235,10 @@ export class DiskSpool extends MemoryStore {
         }
         this.unlock();
     }
-    /** Wait until every batch write started so far has finished (tests, close). */
+    /** Wait until every batch write and every unlink of a delivered batch started so far has finished (close). */
     async settled() {
         await Promise.all([...this.persisted.values()]);
+        await Promise.all([...this.unlinking]);
     }
     unlock() {
         this.locked = false;
