@@ -244,7 +244,16 @@ def wait_converged(p: Pipeline, rule: Rule, what: str) -> None:
         got = window_counts(latest_by_key(p.cfg.bootstrap, p.cfg.registry_url, rule.topic))
         want = p.sender.minute_counts()
         diff = {k: (got.get(k), want.get(k)) for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)}
-        raise AssertionError(f"{exc}; windows (got, sent) that differ: {diff}") from None
+        raise AssertionError(f"{exc}; windows (got, sent) that differ: {diff}; {enriched_repeats(p)}") from None
+
+
+def enriched_repeats(p: Pipeline) -> str:
+    """How many of the sender's events the shared enriched topic holds more than once (it is keyed by event_id)."""
+    mine = {i for i, _, _ in p.sender.sent}
+    keys = Counter(k.decode() for m in consume_all(p.cfg.bootstrap, p.cfg.enriched_topic, "read_uncommitted")
+                   if (k := m.key()) is not None and k.decode() in mine)
+    repeated = {k: n for k, n in keys.items() if n > 1}
+    return f"the enriched topic holds {len(keys)} of the {len(mine)} events sent, {len(repeated)} of them repeated"
 
 
 @pytest.mark.timeout(1200)
