@@ -49,6 +49,17 @@ class PipelineConfig:
     console: bool = False
     starting_offsets: str = "earliest"
     loss_grace: str | None = None
+    enriched_topic: str = "_headwater_enriched"
+    enriched_partitions: int = 1
+    realtime_batch: str = "5 minutes"
+    realtime_fetch_wait_ms: int = 100
+    metrics_port: int = 9464  # 0: no /metrics endpoint
+    # How the built-in live aggregates run: "microbatch" (over the events topic) or "realtime" (Spark's real-time
+    # mode over the shared enriched stream, which then runs even with rules off).
+    live_mode: str = "microbatch"
+    # True: the real-time tier and the shared enriched stream (docs/rules-runtime.md); False (the default until its
+    # figures are taken on a quiet host): every rule in the micro-batch tier over its own read of the events topic.
+    rules_realtime: bool = False
     # Credentials (common/kafka_security.py, common/registry_access.py): the pipeline's own, or with the
     # component RULES, the rule administrator's (`rules` commands), each from HEADWATER_<COMPONENT>_... first.
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
@@ -102,6 +113,13 @@ class PipelineConfig:
             console=get("HEADWATER_CONSOLE", "0") in ("1", "true", "yes"),
             starting_offsets=get("HEADWATER_STARTING_OFFSETS", d.starting_offsets),
             loss_grace=_duration(env, "HEADWATER_LOSS_GRACE", lateness),
+            enriched_topic=get("HEADWATER_ENRICHED_TOPIC", d.enriched_topic),
+            enriched_partitions=_int(env, "HEADWATER_ENRICHED_PARTITIONS", d.enriched_partitions),
+            realtime_batch=_duration(env, "HEADWATER_REALTIME_BATCH", d.realtime_batch),
+            realtime_fetch_wait_ms=_int(env, "HEADWATER_REALTIME_FETCH_WAIT_MS", d.realtime_fetch_wait_ms),
+            metrics_port=_port(env, "HEADWATER_PIPELINE_METRICS_PORT", d.metrics_port),
+            live_mode=_choice(env, "HEADWATER_LIVE_MODE", d.live_mode, LIVE_MODES),
+            rules_realtime=_choice(env, "HEADWATER_RULES_REALTIME", "0", _SWITCH) in ("1", "true", "yes", "on"),
             kafka_security=security,
             registry_access=access,
         )
@@ -151,6 +169,27 @@ def duration_ms(value: str) -> int:
     if not match:
         raise ConfigError(f"{value!r}: expected '<n> seconds|minutes|hours'")
     return int(match.group(1)) * _UNIT_MS[match.group(2)]
+
+
+LIVE_MODES = ("microbatch", "realtime")
+_SWITCH = ("1", "0", "true", "false", "yes", "no", "on", "off")
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = env.get(name, "").strip().lower() or default
+    if raw not in choices:
+        raise ConfigError(f"{name}={raw!r}: expected one of {', '.join(choices)}")
+    return raw
+
+
+def _port(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if raw == "0":
+        return 0
+    value = _int(env, name, default)
+    if value > 65535:
+        raise ConfigError(f"{name}={raw!r}: not a port")
+    return value
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import iptocc
 import pandas as pd  # type: ignore[import-untyped]
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 from pyspark.sql.types import StringType, StructField, StructType
@@ -58,14 +58,24 @@ _ua_udf = pandas_udf(_user_agents, UA_TYPE)  # type: ignore[call-overload]
 _country_udf = pandas_udf(_countries, StringType())  # type: ignore[call-overload]
 
 
+def user_agent_parts(user_agent: Column) -> Column:
+    """(browser, os, device) of a user-agent column (a pandas UDF: each distinct value of a batch parsed once)."""
+    return _ua_udf(user_agent)  # type: ignore[no-any-return]
+
+
+def country_of(client_ip: Column) -> Column:
+    """ISO 3166-1 alpha-2 country of an IP address column (null for private or unknown addresses)."""
+    return _country_udf(client_ip)  # type: ignore[no-any-return]
+
+
 def with_user_agent(df: DataFrame) -> DataFrame:
     """Add `ua` (browser, os, device) from the event's user agent, else the gateway's header."""
-    return df.withColumn("ua", _ua_udf(F.coalesce(F.col("user_agent"), F.col("header_user_agent"))))
+    return df.withColumn("ua", user_agent_parts(F.coalesce(F.col("user_agent"), F.col("header_user_agent"))))
 
 
 def with_country(df: DataFrame) -> DataFrame:
     """Add `country` (ISO 3166-1 alpha-2, null for private or unknown addresses) from `client_ip`."""
-    return df.withColumn("country", _country_udf(F.col("client_ip")))
+    return df.withColumn("country", country_of(F.col("client_ip")))
 
 
 def inventory_rows(location: str | None) -> list[tuple[str | None, ...]]:

@@ -25,10 +25,11 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from common.registry_client import RegistryClient
-from spark_pipeline import aggregate, decode, enrich, extract, load
+from spark_pipeline import aggregate, decode, enrich, extract, load, shared
 from spark_pipeline.audit import idle_batch_settings, loss_audit_stream
 from spark_pipeline.checkpoint import clear_interrupted_first_batch, hadoop_path
 from spark_pipeline.config import PipelineConfig, join
+from spark_pipeline.metrics import PipelineMetrics, Sampler, figures
 from spark_pipeline.rules import runtime
 from spark_pipeline.session import NO_DATA_BATCHES, build_session, query_conf
 from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
@@ -84,7 +85,9 @@ def _streams(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot,
     return decoded, deduped, aggregate.windowed_aggregates(enrich.with_inventory(deduped, inventory))
 
 
-LIVE_QUERIES = ("aggregates_live", "console")
+LIVE_QUERIES = ("aggregates_live", "console", "enriched")
+# Queries in Spark's real-time mode: one long-running task per Kafka partition (and per shuffle partition).
+REALTIME_QUERIES = ("enriched",)
 FILE_QUERIES = ("events", "deadletter", "aggregates_final", "loss_audit")
 QUERY_GROUPS = {"all": LIVE_QUERIES + FILE_QUERIES, "live": LIVE_QUERIES, "files": FILE_QUERIES}
 
@@ -104,22 +107,32 @@ def query_settings(name: str, trigger: str, available_now: bool) -> dict[str, st
 
 
 def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, aggregate_schema_id: int,
-                  available_now: bool, *, group: str = "all") -> list[StreamingQuery]:
+                  available_now: bool, *, group: str = "all", enriched_schema_id: int | None = None
+                  ) -> list[StreamingQuery]:
     """Build the plans from `snapshot` and start the queries of `group` (QUERY_GROUPS).
 
     `live` and `files` let the latency-bound live aggregates and the Parquet outputs run as two applications
-    (docs/tuning-small-hosts.md); `all` runs every query in this one.
+    (docs/tuning-small-hosts.md); `all` runs every query in this one. The shared enriched stream (`enriched`,
+    real-time mode) runs when `enriched_schema_id` is given (the rules read it) and not with `available_now`.
     """
     out = Outputs(cfg.output_dir)
     inventory = enrich.read_inventory(spark, cfg.nodes_file).cache()
     wanted = QUERY_GROUPS[group]
 
+    live_realtime = cfg.live_mode == "realtime" and enriched_schema_id is not None
+
     def ck(writer: DataStreamWriter, name: str, trigger: str) -> StreamingQuery:
         # A query's thread inherits the local properties set when it starts: its scheduler pool.
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", "live" if name in LIVE_QUERIES else "files")
-        if removed := clear_interrupted_first_batch(spark, join(out.checkpoints, name)):
+        realtime = name in REALTIME_QUERIES or (name == "aggregates_live" and live_realtime)
+        # A real-time live query reads another topic than the micro-batch one: a checkpoint of its own.
+        folder = f"{name}_realtime" if realtime and name not in REALTIME_QUERIES else name
+        if removed := clear_interrupted_first_batch(spark, join(out.checkpoints, folder)):
             log.warning("query %s: removed %s, left by its first batch's interrupted log write", name, removed)
         with query_conf(spark, query_settings(name, trigger, available_now)):
+            if realtime:
+                writer = writer.queryName(name).option("checkpointLocation", join(out.checkpoints, folder))
+                return writer.trigger(realTime=trigger).start()  # type: ignore[call-overload,no-any-return]
             return load.checkpointed(writer, out.checkpoints, name, trigger, available_now).start()
 
     def streams(fields: frozenset[str] | None = decode.AGGREGATE_FIELDS) -> tuple[DataFrame, DataFrame, DataFrame]:
@@ -131,6 +144,13 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
         enriched = enrich.enrich(streams(None)[1], inventory).withColumn("date", F.to_date("event_time"))
         return load.parquet_sink(enriched, out.events, ["date"])
 
+    def live() -> DataFrame:
+        if not live_realtime:
+            return streams()[2]
+        # Real-time mode: the windows over the shared enriched stream (decoded, deduplicated, enriched once).
+        start = "latest" if cfg.starting_offsets == "latest" else "earliest"
+        return aggregate.windowed_aggregates(shared.read_enriched(spark, cfg, start, realtime=True))
+
     def final() -> DataStreamWriter:
         return load.parquet_sink(streams()[2].withColumn("date", F.to_date("window_start")), out.aggregates_final,
                                  ["date"])
@@ -139,15 +159,19 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
         "events": (events, cfg.file_trigger),
         "deadletter": (lambda: load.parquet_sink(decode.dead_letters(streams(None)[0]), out.deadletter, ["date"]),
                        cfg.file_trigger),
-        "aggregates_live": (lambda: load.live_aggregates_sink(streams()[2], cfg.bootstrap, cfg.aggregates_topic,
+        "aggregates_live": (lambda: load.live_aggregates_sink(live(), cfg.bootstrap, cfg.aggregates_topic,
                                                               aggregate_schema_id, cfg.kafka_security),
-                            cfg.live_trigger),
+                            cfg.realtime_batch if live_realtime else cfg.live_trigger),
         "aggregates_final": (final, cfg.file_trigger),
         "loss_audit": (lambda: load.parquet_sink(loss_audit_stream(decode.events(streams()[0]), cfg.loss_grace_ms),
                                                  out.loss_audit, ["date"]), cfg.file_trigger),
     }
     if cfg.console and not available_now:
         builders["console"] = (lambda: load.console_sink(streams()[2]), "5 seconds")
+    if enriched_schema_id is not None and not available_now:
+        builders["enriched"] = (lambda: shared.enriched_sink(
+            shared.enriched_stream(spark, cfg, snapshot, inventory, realtime=True), cfg, enriched_schema_id),
+            cfg.realtime_batch)
     return [ck(build(), name, trigger) for name, (build, trigger) in builders.items() if name in wanted]
 
 
@@ -159,13 +183,24 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
     registry = RegistryClient.of(cfg.registry_url, cfg.registry_access)
     aggregate_id = registry.register(cfg.aggregate_subject, load.AGGREGATE_SCHEMA_JSON)
     bad: frozenset[int] = frozenset()
-    # The streaming SQL rules (spark_pipeline/rules/, docs/rules-runtime.md) run beside the built-in queries.
-    rules = None if available_now or group == "files" else runtime.maybe_start(spark, cfg, os.environ)
+    # The streaming SQL rules (spark_pipeline/rules/, docs/rules-runtime.md) run beside the built-in queries, over
+    # the shared enriched stream the `enriched` query writes.
+    with_rules = not available_now and group != "files" and runtime.enabled(os.environ)
+    enriched_id = None
+    if (with_rules and cfg.rules_realtime) or (cfg.live_mode == "realtime" and not available_now and group != "files"):
+        shared.ensure_topic(cfg)
+        enriched_id = registry.register(shared.subject(cfg), shared.ENRICHED_SCHEMA_JSON)
+    rules = runtime.maybe_start(spark, cfg, os.environ) if with_rules else None
+    running: list[StreamingQuery] = []
+    restarts = [0]
+    sampler = None if available_now else start_metrics(cfg, lambda: (running, restarts[0]))
     try:
         while True:
             snapshot = take_snapshot(registry, cfg.subject_prefix, bad)
             log.info("decoding %d writer schemas of %d subjects", len(snapshot.writers), len(snapshot.readers))
-            queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now, group=group)
+            queries = start_queries(spark, cfg, snapshot, aggregate_id, available_now, group=group,
+                                    enriched_schema_id=enriched_id)
+            running[:] = queries
             for q in queries:
                 log.info("started query %s (checkpoint %s)", q.name, join(cfg.checkpoint_dir, str(q.name)))
             try:
@@ -176,11 +211,35 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
                 raise
             if unknown is None:
                 return
+            restarts[0] += 1
             fresh = take_snapshot(registry, cfg.subject_prefix)
             bad = frozenset(bad | {i for i in unknown if i not in fresh.writers})
     finally:
+        if sampler is not None:
+            sampler.stop()
         if rules is not None:
             rules.stop()
+
+
+def start_metrics(cfg: PipelineConfig, current: Callable[[], tuple[list[StreamingQuery], int]]) -> Sampler:
+    """Sample the built-in queries (`current()`: the running ones and how often they were restarted) and the rules
+    into the Prometheus gauges, served on HEADWATER_PIPELINE_METRICS_PORT (a port in use is logged, not fatal)."""
+    watermarks = runtime.KafkaWatermarks(cfg.bootstrap, max_age_s=5.0, security=cfg.kafka_security)
+
+    def collect(m: PipelineMetrics) -> None:
+        queries, restarts = current()
+        for q in list(queries):
+            m.set_query(str(q.name), bool(q.isActive), figures(q.lastProgress, watermarks), restarts)
+        for manager in runtime.running():
+            if isinstance(manager, runtime.PipelineRules):
+                m.set_rules(manager.figures(watermarks))
+
+    sampler = Sampler(PipelineMetrics(), collect)
+    try:
+        return sampler.start(cfg.metrics_port)
+    except OSError as exc:
+        log.warning("no /metrics endpoint on port %d: %s", cfg.metrics_port, exc)
+        return sampler.start(None)
 
 
 def replay(cfg: PipelineConfig, output: str, starting: str = "earliest", ending: str = "latest",

@@ -16,6 +16,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from common.kafka_security import KafkaSecurity
 from spark_pipeline.config import join
+from spark_pipeline.extract import NO_JMX
 
 _TS = {"type": "long", "logicalType": "timestamp-millis"}
 
@@ -75,7 +76,7 @@ def live_aggregates_sink(df: DataFrame, bootstrap: str, topic: str, schema_id: i
     return (aggregate_records(df, schema_id).writeStream.format("kafka").outputMode("update")
             .option("kafka.bootstrap.servers", bootstrap).options(**(security or KafkaSecurity()).spark_options())
             .option("topic", topic)
-            .option("kafka.enable.idempotence", "true").option("kafka.acks", "all"))
+            .option("kafka.enable.idempotence", "true").option("kafka.acks", "all").options(**NO_JMX))
 
 
 # Rows the console prints per batch; a batch that updates more says "only showing top N rows".

@@ -20,6 +20,13 @@ NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 # and commit logs and each state store's changelog that way. The FileSystem-based manager renames with rename(2).
 FILESYSTEM_CHECKPOINT_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
                                  "FileSystemBasedCheckpointFileManager")
+# Task slots of a local session. A real-time query holds one task per Kafka partition it reads and one per shuffle
+# partition for as long as it runs (the shared enriched stream: 6 + 1 on the stack's events topic; the real-time
+# live aggregates 2; each rule pack 1-2), and a real-time query is admitted only when all of its tasks can start at
+# once (16 slots refused the live aggregates beside the others on the stack: "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT").
+# The micro-batch queries need slots beside them. The slots are threads, mostly waiting on Kafka: the number of
+# cores is not the bound (SPARK_MASTER overrides it).
+DEFAULT_MASTER = "local[32]"
 
 
 class ConnectorJarsMissing(RuntimeError):
@@ -44,7 +51,7 @@ def under_spark_submit() -> bool:
 def build_session(app_name: str, master: str | None = None, shuffle_partitions: int | None = None,
                   extra_conf: dict[str, str] | None = None) -> SparkSession:
     """A session with the pipeline's settings. Run directly (`python -m spark_pipeline`, tests): on `master`
-    (SPARK_MASTER, default local[2]) with the local connector jars and this interpreter for the workers.
+    (SPARK_MASTER, default DEFAULT_MASTER) with the local connector jars and this interpreter for the workers.
     Under spark-submit, the cluster's master, jars (`--jars`/`--packages`), memory and Python stay as given.
     """
     submitted = under_spark_submit()
@@ -77,12 +84,37 @@ def build_session(app_name: str, master: str | None = None, shuffle_partitions: 
                 os.environ.get("SPARK_CHECKPOINT_FILE_MANAGER") or FILESYSTEM_CHECKPOINT_MANAGER)
     )
     if not submitted:
-        builder = (builder.master(master or os.environ.get("SPARK_MASTER", "local[2]"))
+        builder = (builder.master(master or os.environ.get("SPARK_MASTER", DEFAULT_MASTER))
                    .config("spark.jars", ",".join(str(j) for j in connector_jars()))
                    .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "1g")))
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    if os.environ.get("HEADWATER_SPARK_TRACES", "").strip().lower() not in ("1", "true", "yes"):
+        quiet_task_failures(spark)
+    return spark
+
+
+# Spark logs a failing task's exception with its stack trace at each step it passes (the task, the write, the task
+# set, the query): pages per failure, and a new schema version fails every query on purpose. The pipeline says each
+# query failure in one line instead (the supervisor, the rule manager); HEADWATER_SPARK_TRACES=1 keeps Spark's.
+TASK_FAILURE_LOGGERS = (
+    "org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.util.Utils",
+    "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
+    "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
+    "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
+    "org.apache.spark.sql.execution.streaming.runtime.AsyncProgressTrackingMicroBatchExecution",
+)
+
+
+def quiet_task_failures(spark: SparkSession) -> None:
+    """Log only FATAL from the loggers that repeat a failing task's stack trace (TASK_FAILURE_LOGGERS)."""
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        return
+    fatal = jvm.org.apache.logging.log4j.Level.FATAL
+    for name in TASK_FAILURE_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, fatal)
 
 
 @contextmanager

@@ -37,6 +37,7 @@ class Names:
     rules_topic: str = "_headwater_rules"
     status_topic: str = "_headwater_rules_status"
     rule_output_prefix: str = "headwater.rule."
+    enriched_topic: str = "_headwater_enriched"  # the pipeline's decoded, deduplicated, enriched events
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ def grants(n: Names = Names()) -> dict[str, tuple[Grant, ...]]:
             _topic(n.rules_topic, "read", "create", "describe"),  # create: whoever comes first makes both topics
             _topic(n.status_topic, "read", "write", "create", "describe"),
             _topic(n.rule_output_prefix, "read", "write", "create", "describe", prefixed=True),
+            _topic(n.enriched_topic, "read", "write", "create", "describe"),
             _group("headwater-rules-"), spark_groups, reader,
         ),
         "rules": (  # rule administration: the only writer of the rules topic; reads what a rule is checked on

@@ -184,6 +184,9 @@ def _status_line(status: RuleStatus | None, rule: Rule) -> str:
     held = " (not run until applied again)" if status.state == "quarantined" else ""
     parts = [f"state: {status.state}{stale}{held}", f"rows/s: {status.rows_per_s:.1f}",
              f"last batch: {_ms(status.last_batch_at)}", f"lag: {'-' if status.lag is None else status.lag}"]
+    if status.tier is not None:
+        why = f" ({printable(status.tier_reason, limit=300)})" if status.tier_reason else ""
+        parts.append(f"tier: {printable(status.tier, limit=40)}{why}")
     if status.fresh_start:
         parts.append("fresh start (new checkpoint)")
     if status.retry_at is not None:

@@ -118,14 +118,16 @@ class CheckpointJournal:
     # -- orphans -------------------------------------------------------------------------------------------------
     def drop_orphans(self, rules: Mapping[str, Rule]) -> list[str]:
         """Delete the checkpoint folders no stored rule version owns (a rule deleted, or re-applied, while the
-        pipeline was down); return what was deleted (`<name>` or `<name>/<checkpoint id>`)."""
+        pipeline was down); return what was deleted (`<name>` or `<name>/<checkpoint id>`). Folders whose name is
+        not a rule name are the runtime's own (the journal, the packed queries' `_realtime` and `_aggregate_<id>`,
+        which hold the packs' offsets and window state): never deleted here."""
         fs, root = hadoop_path(self.spark, self.root)
         if not fs.exists(root):
             return []
         dropped = []
         for status in fs.listStatus(root):
             name = str(status.getPath().getName())
-            if name == FOLDER or not status.isDirectory():
+            if not NAME_PATTERN.fullmatch(name) or not status.isDirectory():
                 continue
             rule = rules.get(name)
             if rule is None:

@@ -32,7 +32,16 @@ from typing import Any, Protocol
 
 from pyspark.sql.types import StructType
 
-from spark_pipeline.rules.model import MAX_RULES, MAX_STATE_ROWS, TOO_MANY_RULES, Rule, RuleError, RuleStatus, State
+from spark_pipeline.rules.model import (
+    MAX_RULES,
+    MAX_STATE_ROWS,
+    TOO_MANY_RULES,
+    UNKNOWN_VIEW,
+    Rule,
+    RuleError,
+    RuleStatus,
+    State,
+)
 from spark_pipeline.rules.progress import ERROR_CHARS, HighWatermarks, error_chain, health
 from spark_pipeline.rules.quarantine import STALLED, Journal, NoJournal, in_one_batch_since, recover
 from spark_pipeline.snapshot import SchemaSnapshot
@@ -48,6 +57,8 @@ class Started:
     query: Any  # a pyspark StreamingQuery
     schema: StructType  # the rule's result columns (before encoding)
     fresh_start: bool  # a new checkpoint while one of an older version existed
+    tier: str | None = None  # where it runs (`tiers.REALTIME`, `tiers.MICROBATCH`) and why
+    tier_reason: str | None = None
 
 
 class Launcher(Protocol):
@@ -107,6 +118,9 @@ class Slot:
     changed: bool = True
     busy_since: float | None = None  # when the manager first saw the current micro-batch running
     busy_batch: int | None = None  # the last finished batch id then
+    tier: str | None = None
+    tier_reason: str | None = None
+    unknown_view_in: object = None  # the snapshot fingerprint the rule last named an unknown view in
 
 
 def _now() -> float:
@@ -266,12 +280,15 @@ class RuleManager:
         try:
             started = self.launcher.start(slot.rule, slot.snapshot, self.rules)
         except RuleError as exc:  # the sandbox refused it: it never runs as it is (re-apply a changed rule)
+            if self._newer_views(slot, exc):
+                return
             self._fail(slot, f"refused at start: {exc.describe()}"[:ERROR_CHARS], retry=False)
             return
         except Exception as exc:
             self._fail(slot, error_chain(exc))
             return
         slot.query, slot.schema, slot.started_at = started.query, started.schema, self.clock()
+        slot.tier, slot.tier_reason = started.tier, started.tier_reason
         slot.state, slot.error, slot.retry_at, slot.changed = "starting", None, None, True
         if started.fresh_start:
             slot.fresh_start = True
@@ -280,6 +297,22 @@ class RuleManager:
                         "configured starting")
             self.launcher.drop_checkpoints(slot.rule.name, keep=slot.rule.checkpoint_id)
         log.info("rule %s version %d: query %s started", slot.rule.name, slot.rule.version, started.query.name)
+
+    def _newer_views(self, slot: Slot, exc: RuleError) -> bool:
+        """Whether a rule naming a view its snapshot lacks is retried at once, over the registry's schemas of now.
+
+        `rules apply` plans against the registry itself, so a rule may name an event type registered after the
+        manager's last poll: the registry is polled in this round (every rule adopts the new snapshot together,
+        so a pack never mixes snapshots) and the rule retried after it, once per snapshot it was refused in."""
+        fingerprint = slot.snapshot.fingerprint()
+        if exc.code != UNKNOWN_VIEW or slot.unknown_view_in == fingerprint:
+            return False
+        slot.unknown_view_in = fingerprint
+        self._next_registry = self.clock()
+        self._fail(slot, f"refused at start: {exc.describe()}; retried over the registry's latest schemas"
+                   [:ERROR_CHARS])
+        slot.retry_at = self.clock()
+        return True
 
     def _fail(self, slot: Slot, error: str, retry: bool = True) -> None:
         self._stop_query(slot)
@@ -395,7 +428,7 @@ class RuleManager:
     def status(self, slot: Slot) -> RuleStatus:
         return RuleStatus(name=slot.rule.name, version=slot.rule.version, state=slot.state, error=slot.error,
                           rows_per_s=round(slot.rows_per_s, 3), last_batch_at=slot.last_batch_at, lag=slot.lag,
-                          fresh_start=slot.fresh_start,
+                          fresh_start=slot.fresh_start, tier=slot.tier, tier_reason=slot.tier_reason,
                           retry_at=int(slot.retry_at * 1000) if slot.retry_at is not None else None,
                           updated_at=int(self.clock() * 1000))
 

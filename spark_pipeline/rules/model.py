@@ -25,7 +25,7 @@ OUTPUT_TOPIC_PREFIX = "headwater.rule."
 OUTPUT_VIEW_PREFIX = "rule_"
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,62}")
-MAX_RULES = 32
+MAX_RULES = 64
 MAX_SQL_BYTES = 65_536
 MAX_KEY_COLUMNS = 16
 MAX_OUTPUT_COLUMNS = 200
@@ -259,10 +259,15 @@ class RuleStatus:
     fresh_start: bool = False
     retry_at: int | None = None
     updated_at: int = 0
+    tier: str | None = None  # where the rule runs (realtime, microbatch) and why
+    tier_reason: str | None = None
 
     def __post_init__(self) -> None:
         check_name(self.name)
         what = f"status of {self.name}"
+        for text in (self.tier, self.tier_reason):
+            if text is not None and len(text) > MAX_STATUS_ERROR_CHARS:
+                raise ModelError(f"{what}: a tier or reason of over {MAX_STATUS_ERROR_CHARS} characters")
         if self.state not in STATES:
             raise ModelError(f"{what}: state {self.state!r} is not one of {STATES}")
         if self.version < 1 or (self.lag is not None and self.lag < 0):
@@ -290,6 +295,8 @@ class RuleStatus:
                 lag=_get(d, "lag", int, what, optional=True),
                 fresh_start=bool(_get(d, "fresh_start", bool, what, optional=True)),
                 retry_at=_get(d, "retry_at", int, what, optional=True),
-                updated_at=_get(d, "updated_at", int, what, optional=True) or 0)
+                updated_at=_get(d, "updated_at", int, what, optional=True) or 0,
+                tier=_get(d, "tier", str, what, optional=True),
+                tier_reason=_get(d, "tier_reason", str, what, optional=True))
         except RuleError as exc:
             raise ModelError(f"{what}: {exc.message}") from None

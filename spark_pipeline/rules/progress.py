@@ -39,13 +39,14 @@ class Health:
 
 
 def as_dict(progress: Any) -> dict[str, Any]:
-    """A progress report as a plain dict (pyspark 4 returns a StreamingQueryProgress, older ones a dict)."""
+    """A progress report as plain JSON values (pyspark 4 returns a StreamingQueryProgress: a dict whose
+    `observedMetrics` hold Rows, and whose `json` is the report as Spark wrote it; older ones a plain dict)."""
     if progress is None:
         return {}
-    if isinstance(progress, Mapping):
-        return dict(progress)
     raw = getattr(progress, "json", None)
-    return dict(json.loads(raw)) if isinstance(raw, str) else {}
+    if isinstance(raw, str):
+        return dict(json.loads(raw))
+    return dict(progress) if isinstance(progress, Mapping) else {}
 
 
 def _ms(timestamp: object) -> int | None:

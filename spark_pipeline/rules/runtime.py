@@ -20,11 +20,14 @@ from pyspark.sql import SparkSession
 
 from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient
+from spark_pipeline import metrics
 from spark_pipeline.config import PipelineConfig
+from spark_pipeline.metrics import RuleFigures
 from spark_pipeline.rules.journal import CheckpointJournal
 from spark_pipeline.rules.launch import SparkLauncher, rules_checkpoints
 from spark_pipeline.rules.manager import RuleManager, Settings
 from spark_pipeline.rules.model import MAX_STATE_ROWS, RULES_TOPIC, Rule
+from spark_pipeline.rules.progress import HighWatermarks
 from spark_pipeline.rules.store import RuleStore, TopicFollower
 from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
 
@@ -85,6 +88,34 @@ def enabled(env: Mapping[str, str]) -> bool:
     return env.get("HEADWATER_RULES", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+class PipelineRules(RuleManager):
+    """The rule manager with the Spark launcher it owns: stopping it also stops the packed real-time query."""
+
+    spark_launcher: SparkLauncher
+
+    def stop(self, timeout_s: float = 120.0) -> None:
+        try:
+            super().stop(timeout_s)
+        finally:
+            self.spark_launcher.close()
+
+    def tier(self, name: str) -> str:
+        placement = self.spark_launcher.placements.get(name)
+        return placement.tier if placement is not None else "none"
+
+    def figures(self, watermarks: HighWatermarks) -> list[RuleFigures]:
+        """Each rule's state, tier, failures in a row and its query's last figures, for the metrics."""
+        out = []
+        for name, slot in list(self.slots.items()):
+            q = slot.query
+            f = metrics.figures(q.lastProgress, watermarks) if q is not None else None
+            matched = None
+            if f is not None:
+                matched = f.matched_per_s.get(name, f.matched_per_s.get(f"{name}.v{slot.rule.version}"))
+            out.append(RuleFigures(name, self.tier(name), slot.state, slot.failures, f, matched))
+        return out
+
+
 def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, str],
                   settings: Settings | None = None) -> RuleManager:
     """Start the rule manager's thread for the pipeline `cfg` (creates the rule topics if missing)."""
@@ -98,10 +129,11 @@ def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, st
     offsets = env.get("HEADWATER_RULE_STARTING_OFFSETS", "").strip() or "latest"
     launcher = SparkLauncher(spark, cfg, trigger, offsets)
     follower = TopicFollower(cfg.bootstrap, RULES_TOPIC, Rule.from_json, security=cfg.kafka_security)
-    manager = RuleManager(follower, launcher, store, snapshot,
-                          watermarks=KafkaWatermarks(cfg.bootstrap, security=cfg.kafka_security),
-                          settings=settings or settings_from_env(env, cfg),
-                          journal=CheckpointJournal(spark, rules_checkpoints(cfg)))
+    manager = PipelineRules(follower, launcher, store, snapshot,
+                            watermarks=KafkaWatermarks(cfg.bootstrap, security=cfg.kafka_security),
+                            settings=settings or settings_from_env(env, cfg),
+                            journal=CheckpointJournal(spark, rules_checkpoints(cfg)))
+    manager.spark_launcher = launcher
     log.info("rule manager: following %s (new rules start from the %s offsets)", RULES_TOPIC, offsets)
     return manager.start()
 

@@ -29,8 +29,9 @@ from pyspark.sql.types import StructType, TimestampType
 
 from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient
-from spark_pipeline import aggregate, decode, enrich, extract
+from spark_pipeline import aggregate, decode, enrich, extract, shared
 from spark_pipeline.config import PipelineConfig
+from spark_pipeline.extract import NO_JMX
 from spark_pipeline.rules.model import OUTPUT_TOPIC_PREFIX, OUTPUT_VIEW_PREFIX, Rule, output_subject
 from spark_pipeline.snapshot import SchemaSnapshot, WriterSchema, subject_versions
 
@@ -63,20 +64,28 @@ class Views:
 
 
 def pipeline_events(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, inventory: DataFrame, *,
-                    streaming: bool, since_ms: int | None = None) -> DataFrame:
-    """The pipeline's decoded, deduplicated (watermarked when streaming), enriched events over the events topic:
-    a stream (`strict` decode, as the job's), or a batch of what the topic holds (from the records written at
-    or after `since_ms`, epoch ms, when given) that the CLI tests rules on."""
-    if streaming:
+                    streaming: bool, since_ms: int | None = None, realtime: bool = False,
+                    starting_offsets: str = "latest") -> DataFrame:
+    """The pipeline's decoded, deduplicated, enriched event rows (`shared.COLUMNS`).
+
+    Streaming: the shared enriched stream (`shared.read_enriched`: the internal topic the built-in query `enriched`
+    writes, watermarked; `realtime` for a real-time query, `starting_offsets` for a new checkpoint), or with
+    `rules_realtime` off the events topic read by the rule itself (from `cfg.starting_offsets`). Batch: the
+    events topic itself decoded, deduplicated exactly and enriched the same way (from the records written at or
+    after `since_ms`, epoch ms, when given), which the CLI tests rules on.
+    """
+    if streaming and cfg.rules_realtime:
+        return shared.read_enriched(spark, cfg, starting_offsets, realtime=realtime)
+    if streaming:  # HEADWATER_RULES_REALTIME=0: the rule reads, decodes, deduplicates and enriches on its own
         decoded = decode.decode(decode.frame(extract.kafka_stream(spark, cfg)), snapshot, strict=True)
-        rows = aggregate.with_watermark(decode.events(decoded), cfg.lateness)
-    else:
-        raw = extract.kafka_batch(spark, cfg) if since_ms is None else (
-            spark.read.format("kafka").options(**extract._kafka_options(cfg))
-            .option("startingTimestamp", str(since_ms)).option("startingOffsetsByTimestampStrategy", "latest")
-            .option("endingOffsets", "latest").option("failOnDataLoss", "false").load())
-        rows = decode.events(decode.decode(decode.frame(raw), snapshot, strict=False))
-    return enrich.enrich(aggregate.deduplicate(rows), inventory)
+        watermarked = aggregate.with_watermark(decode.events(decoded), cfg.lateness)
+        return shared.enriched_rows(aggregate.deduplicate(watermarked), inventory)
+    raw = extract.kafka_batch(spark, cfg) if since_ms is None else (
+        spark.read.format("kafka").options(**extract._kafka_options(cfg))
+        .option("startingTimestamp", str(since_ms)).option("startingOffsetsByTimestampStrategy", "latest")
+        .option("endingOffsets", "latest").option("failOnDataLoss", "false").load())
+    rows = decode.events(decode.decode(decode.frame(raw), snapshot, strict=False))
+    return shared.enriched_rows(aggregate.deduplicate(rows), inventory)
 
 
 def avro_struct(spark: SparkSession, schema: str) -> StructType:
@@ -108,14 +117,17 @@ def _readers(source: SchemaSnapshot | RegistryClient, prefix: str) -> dict[str, 
     return readers
 
 
-def events_view(enriched: DataFrame) -> DataFrame:
-    """The `events` view over the pipeline's enriched event rows (decode.events + enrich.enrich)."""
+def events_view(rows: DataFrame) -> DataFrame:
+    """The `events` view over the enriched rows (`pipeline_events`): the two lookups that run in Python (browser,
+    OS and device from the user agent, country from the client IP) are computed here, so only for the rules
+    that read them (Spark prunes an unread column, UDF included)."""
+    looked_up = rows.select("*", enrich.user_agent_parts(F.col("user_agent")).alias("ua"),
+                            enrich.country_of(F.col("client_ip")).alias("country"))
     props = F.from_json(F.col("properties_json"), "map<string,string>")
-    return enriched.select(
+    return looked_up.select(
         *ENVELOPE_COLUMNS, "event_time", props.alias("properties"), *ENRICHMENT_COLUMNS,
         F.col("ua.browser").alias("browser"), F.col("ua.os").alias("os"), F.col("ua.device").alias("device"),
-        "user_id", F.coalesce(F.col("user_agent"), F.col("header_user_agent")).alias("user_agent"), "metric_value",
-        "ingest_latency_ms", "properties_json")
+        "user_id", "user_agent", "metric_value", "ingest_latency_ms", "properties_json")
 
 
 def type_view(events: DataFrame, event_type: str, props: StructType) -> DataFrame:
@@ -154,7 +166,8 @@ def rule_source(spark: SparkSession, bootstrap: str, name: str, streaming: bool,
                 security: KafkaSecurity | None = None) -> DataFrame:
     """The raw Kafka rows of rule `name`'s output topic (a stream from the earliest offset, or a batch)."""
     options = {"kafka.bootstrap.servers": bootstrap, **(security or KafkaSecurity()).spark_options(),
-               "subscribe": f"{OUTPUT_TOPIC_PREFIX}{name}", "startingOffsets": "earliest", "failOnDataLoss": "false"}
+               "subscribe": f"{OUTPUT_TOPIC_PREFIX}{name}", "startingOffsets": "earliest", "failOnDataLoss": "false",
+               **NO_JMX}
     if streaming:
         return spark.readStream.format("kafka").options(**options).load()
     return spark.read.format("kafka").options(**options).load()
@@ -167,9 +180,9 @@ def register_views(spark: SparkSession, events_df: DataFrame, snapshot_or_regist
     """Register `events`, a view per event type and one per emitting rule of `rule_outputs` (as temp views of
     `spark`, replacing views of the same names) and return them.
 
-    `events_df`: the pipeline's decoded, deduplicated, enriched events (streaming or batch, decode.events then
-    aggregate.deduplicate then enrich.enrich). Rule outputs are read the same way (stream or batch) through
-    their topics; their schemas come from `registry` (default `snapshot_or_registry` when it is a client).
+    `events_df`: the pipeline's decoded, deduplicated, enriched event rows (`pipeline_events`, stream or batch).
+    Rule outputs are read the same way (stream or batch) through their topics; their schemas come from `registry`
+    (default `snapshot_or_registry` when it is a client).
     """
     frames: dict[str, DataFrame] = {}
     events = events_view(events_df)

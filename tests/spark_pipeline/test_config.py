@@ -24,6 +24,10 @@ def test_defaults_and_stack_env_names(tmp_path: Path) -> None:
     assert cfg.lateness == "2 minutes"
     assert cfg.checkpoint_dir == str(tmp_path / "checkpoints")
     assert PipelineConfig.from_env({}).max_offsets_per_trigger == 200_000
+    assert PipelineConfig.from_env({}).live_mode == "microbatch"
+    assert PipelineConfig.from_env({"HEADWATER_LIVE_MODE": "RealTime"}).live_mode == "realtime"
+    assert not PipelineConfig.from_env({}).rules_realtime
+    assert PipelineConfig.from_env({"HEADWATER_RULES_REALTIME": "1"}).rules_realtime
 
 
 @pytest.mark.parametrize(("root", "expected"), [
@@ -45,7 +49,9 @@ def test_local_output_roots_are_made_absolute(tmp_path: Path, monkeypatch: pytes
 
 @pytest.mark.parametrize(("name", "value"), [("HEADWATER_LATENESS", "soon"), ("HEADWATER_MAX_OFFSETS_PER_TRIGGER", "x"),
                                              ("HEADWATER_MAX_OFFSETS_PER_TRIGGER", "-3"),
-                                             ("HEADWATER_NODE_INVENTORY", "/nonexistent.csv")])
+                                             ("HEADWATER_NODE_INVENTORY", "/nonexistent.csv"),
+                                             ("HEADWATER_LIVE_MODE", "continuous"),
+                                             ("HEADWATER_RULES_REALTIME", "maybe")])
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         PipelineConfig.from_env({name: value})

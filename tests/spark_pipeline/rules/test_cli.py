@@ -109,11 +109,12 @@ def test_apply_list_show_test_delete(tmp_path: Path, bootstrap: str, registry_ur
 
     s = store.RuleStore(bootstrap)
     s.put_status(RuleStatus(name, 2, "failed", error="boom at batch 3", rows_per_s=1.5, last_batch_at=1, lag=7,
-                            retry_at=2, updated_at=3))
+                            retry_at=2, updated_at=3, tier="microbatch", tier_reason="calls Python function f"))
     s.close()
     code, out, _ = cli(tmp_path, "list")
     line = next(li for li in out.splitlines() if li.startswith(name))
     assert "state: failed" in line and "error: boom at batch 3" in line and "lag: 7" in line
+    assert "tier: microbatch (calls Python function f)" in line
     assert "funnel_step(value, steps) -> int" in out and "to_currency(amount, currency, target) -> double" in out
 
     code, out, _ = cli(tmp_path, "show", name)

@@ -13,7 +13,7 @@ import pytest
 
 from spark_pipeline.rules import model
 from spark_pipeline.rules.model import Rule, RuleError
-from spark_pipeline.snapshot import SchemaSnapshot
+from spark_pipeline.snapshot import SchemaSnapshot, WriterSchema
 from tests.spark_pipeline.rules.test_runtime_manager import FakeLauncher, FakeQuery, Harness, rule
 
 pytestmark = pytest.mark.unit
@@ -179,3 +179,41 @@ def test_a_schema_change_does_not_restart_a_quarantined_rule() -> None:
     h.tick(10)
     assert [q.name for q in h.launcher.started] == ["rule.y.v1", "rule.y.v1"]  # y restarted, x left alone
     assert h.statuses.last("x").state == "quarantined"
+
+
+class ViewsLauncher(FakeLauncher):
+    """Refuses a rule naming a view (event type) its snapshot lacks, as the sandbox gate does."""
+
+    def start(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> Any:
+        if rule.name.startswith("probe") and "headwater.events.probe" not in snapshot.readers:
+            raise RuleError(model.UNKNOWN_VIEW, 1, "[TABLE_OR_VIEW_NOT_FOUND] The view `probe` cannot be found")
+        return super().start(rule, snapshot, rules)
+
+
+def with_probe(s: SchemaSnapshot, schema_id: int) -> SchemaSnapshot:
+    probe = WriterSchema(schema_id, "headwater.events.probe", 1, "{}")
+    return SchemaSnapshot({**s.writers, schema_id: probe}, {**s.readers, probe.subject: probe})
+
+
+def test_a_rule_naming_a_type_registered_after_the_last_poll_starts_over_the_new_schemas() -> None:
+    h = Harness(registry_poll_s=300.0)
+    h.manager.launcher = h.launcher = ViewsLauncher()
+    h.apply(rule("other"))
+    h.tick()
+    h.registry.append(with_probe(h.registry[-1], 9))  # registered, then applied, before the manager polls again
+    h.apply(rule("probe"))
+    h.tick()
+    assert h.statuses.last("probe").state == "starting"
+    assert [q.name for q in h.launcher.started] == ["rule.other.v1", "rule.other.v1", "rule.probe.v1"]
+    assert all("headwater.events.probe" in s.readers for s in h.launcher.snapshots[1:])  # one snapshot for all
+
+
+def test_a_rule_naming_a_type_the_registry_lacks_is_failed_for_good() -> None:
+    h = Harness(registry_poll_s=300.0)
+    h.manager.launcher = h.launcher = ViewsLauncher()
+    h.apply(rule("probe"))
+    for _ in range(5):
+        h.tick(60)
+    status = h.statuses.last("probe")
+    assert status.state == "failed" and status.retry_at is None and "unknown_view" in (status.error or "")
+    assert h.launcher.started == []

@@ -59,10 +59,13 @@ def test_rule_limits() -> None:
 
 def test_status_round_trip_and_states() -> None:
     s = RuleStatus("top_pages", 3, "failed", error="boom", rows_per_s=12.5, last_batch_at=5, lag=10,
-                   fresh_start=True, retry_at=99, updated_at=100)
+                   fresh_start=True, retry_at=99, updated_at=100, tier="microbatch", tier_reason="a join")
     assert RuleStatus.from_json(s.to_json()) == s
     minimal = RuleStatus.from_json(json.dumps({"name": "x", "version": 1, "state": "running"}))
     assert minimal.error is None and minimal.rows_per_s == 0.0 and not minimal.fresh_start
+    assert minimal.tier is None and minimal.tier_reason is None
+    with pytest.raises(ModelError):
+        RuleStatus("x", 1, "running", tier="realtime", tier_reason="x" * (model.MAX_STATUS_ERROR_CHARS + 1))
     with pytest.raises(ModelError):
         RuleStatus.from_json(json.dumps({"name": "x", "version": 1, "state": "dead"}))
     with pytest.raises(ModelError):

@@ -62,7 +62,7 @@ class FakeLauncher:
         q = FakeQuery(f"rule.{rule.name}.v{rule.version}")
         self.started.append(q)
         self.snapshots.append(snapshot)
-        return Started(q, SCHEMA, fresh)
+        return Started(q, SCHEMA, fresh, "microbatch", f"{rule.name} is a test rule")
 
     def output_schema(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> StructType:
         return self.schema
@@ -147,6 +147,7 @@ def test_rules_start_report_running_and_stop_when_deleted() -> None:
     a = h.statuses.last("a")
     assert (a.state, a.rows_per_s, a.lag, a.fresh_start) == ("running", 20.0, 10, False)
     assert a.last_batch_at == 1_795_474_800_000
+    assert (a.tier, a.tier_reason) == ("microbatch", "a is a test rule")  # `rules list` says where and why
     h.source.pending["b"] = None
     h.tick()
     assert h.launcher.started[1].stopped and h.statuses.deleted == ["b"] and ("b", None) in h.launcher.dropped

@@ -1,6 +1,7 @@
 """The rule runtime end to end on the real stack: SDK producers -> gateway -> Kafka -> the running pipeline
-(`job.run`, Spark local[2]) with its rule manager -> `headwater.rule.<name>` topics, read back and compared
-with what was sent. One pipeline run serves the checks in order (it is restarted by the last one)."""
+(`job.run`: the shared enriched stream in real-time mode, the rule manager, the packed real-time queries and the
+micro-batch rules) -> `headwater.rule.<name>` topics, read back and compared with what was sent. One pipeline run
+serves the checks in order (it is restarted by the last one)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules import cli, runtime
 from spark_pipeline.rules.model import Rule, RuleStatus
 from spark_pipeline.rules.store import RuleStore
+from spark_pipeline.rules.tiers import Placement
 from tests.sdk_events import Decoder
 from tests.spark_pipeline.truth import new_topic
 from tests.support.kafka import consume_all, end_offsets
+from tests.support.ports import free_port
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -148,6 +151,16 @@ class Pipeline:
     def status(self, name: str) -> RuleStatus | None:
         return self.store.statuses().get(name)
 
+    def placement(self, name: str) -> Placement:
+        manager = runtime.running()[-1]
+        assert isinstance(manager, runtime.PipelineRules)
+        placements = manager.spark_launcher.placements  # filled when the manager starts the rule (within a second)
+        return wait_for(f"rule {name} placed in a tier", lambda: placements.get(name), 60)  # type: ignore[no-any-return]
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.cfg.metrics_port}/metrics", timeout=10) as resp:
+            return str(resp.read().decode())
+
     def wait_state(self, name: str, state: str, version: int | None = None) -> RuleStatus:
         seen: list[RuleStatus | None] = [None]
 
@@ -165,15 +178,18 @@ class Pipeline:
 def pipeline(spark: SparkSession, stack_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[Pipeline]:
     bootstrap, registry_url = stack_env["KAFKA_BOOTSTRAP"], stack_env["REGISTRY_URL"]
-    # Rules read this module's era of the shared events topic only (other tests write to it too).
+    # The pipeline reads this module's era of the shared events topic only (other tests write to it too), into an
+    # enriched topic of its own, which the rules read from its start.
     starts = end_offsets(bootstrap, EVENTS_TOPIC)
     offsets = json.dumps({EVENTS_TOPIC: {str(p): o for p, o in starts.items()}})
     out = tmp_path_factory.mktemp("rules-pipeline")
     cfg = PipelineConfig(bootstrap=bootstrap, registry_url=registry_url, events_topic=EVENTS_TOPIC,
                          aggregates_topic=new_topic(bootstrap, "test.rules.aggregates"), output_dir=str(out),
-                         lateness="10 minutes", registry_poll_s=3, starting_offsets="latest")
+                         lateness="10 minutes", registry_poll_s=3, starting_offsets=offsets,
+                         enriched_topic=f"test.rules.enriched.{uuid.uuid4().hex[:10]}", metrics_port=free_port(),
+                         realtime_batch="5 seconds", rules_realtime=True)
     with pytest.MonkeyPatch.context() as mp:
-        for key, value in {"HEADWATER_RULE_STARTING_OFFSETS": offsets, "HEADWATER_RULE_BACKOFF_S": "3",
+        for key, value in {"HEADWATER_RULE_STARTING_OFFSETS": "earliest", "HEADWATER_RULE_BACKOFF_S": "3",
                            "HEADWATER_RULE_BACKOFF_MAX_S": "30", "HEADWATER_RULE_STATUS_S": "1"}.items():
             mp.setenv(key, value)
         p = Pipeline(spark, cfg, stack_env, RuleStore(bootstrap), Sender(stack_env, out / "spool"))
@@ -220,16 +236,55 @@ def converged(p: Pipeline, rule: Rule) -> dict[tuple[int, str], int] | None:
     return got if got and got == p.sender.minute_counts() else None
 
 
+def wait_converged(p: Pipeline, rule: Rule, what: str) -> None:
+    """Wait until the rule's latest counts equal the sender's; on a timeout say which windows differ."""
+    try:
+        wait_for(what, lambda: converged(p, rule))
+    except AssertionError as exc:
+        got = window_counts(latest_by_key(p.cfg.bootstrap, p.cfg.registry_url, rule.topic))
+        want = p.sender.minute_counts()
+        diff = {k: (got.get(k), want.get(k)) for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)}
+        raise AssertionError(f"{exc}; windows (got, sent) that differ: {diff}; {enriched_repeats(p)}") from None
+
+
+def enriched_repeats(p: Pipeline) -> str:
+    """How many of the sender's events the shared enriched topic holds more than once (it is keyed by event_id)."""
+    mine = {i for i, _, _ in p.sender.sent}
+    keys = Counter(k.decode() for m in consume_all(p.cfg.bootstrap, p.cfg.enriched_topic, "read_uncommitted")
+                   if (k := m.key()) is not None and k.decode() in mine)
+    repeated = {k: n for k, n in keys.items() if n > 1}
+    return f"the enriched topic holds {len(keys)} of the {len(mine)} events sent, {len(repeated)} of them repeated"
+
+
 @pytest.mark.timeout(1200)
 def test_a_rule_applied_while_events_flow_equals_an_independent_count(pipeline: Pipeline, counts: Rule) -> None:
     p = pipeline
     status = p.wait_state(counts.name, "running")
     assert (status.version, status.fresh_start, status.error) == (counts.version, False, None)
-    wait_for(f"{counts.topic} to equal the counts of the {len(p.sender.sent)} events sent",
-             lambda: converged(p, counts))
+    assert status.tier == "realtime" and "windowed aggregation" in (status.tier_reason or "")  # `rules list` says
+    wait_converged(p, counts, f"{counts.topic} to equal the counts of the {len(p.sender.sent)} events sent")
     assert p.builtin_active()
-    s = wait_for("a status with throughput and lag", lambda: (x := p.status(counts.name)) and x.last_batch_at and x)
-    assert s.lag is not None and s.lag <= 10 and s.rows_per_s >= 0
+    # A real-time query reports progress when its batch ends (every `realtime_batch`): the lag is as of then.
+    s = wait_for("a status with throughput and a lag of at most 10 records",
+                 lambda: (x := p.status(counts.name)) and x.last_batch_at and x.lag is not None and x.lag <= 10 and x)
+    assert s.rows_per_s >= 0
+    assert p.placement(counts.name).tier == "realtime"  # a windowed count: packed
+    series = f'headwater_rule_state{{rule="{counts.name}",state="running",tier="realtime"}} 1.0'  # labels sorted
+    seen = [""]
+
+    def exposes() -> str | None:
+        seen[0] = p.metrics()
+        return seen[0] if series in seen[0] else None
+
+    try:
+        exposed = wait_for("the rule's series on /metrics", exposes, 60)
+    except AssertionError as exc:
+        lines = [x for x in seen[0].splitlines() if x.startswith(("headwater_rule_state", "headwater_query_active"))]
+        raise AssertionError(f"{exc}; its series: {lines}") from None
+    assert 'headwater_query_active{query="enriched"} 1.0' in exposed
+    # The shared stream's series come with its first real-time batch's end (`realtime_batch`, 5 s here).
+    latency = 'headwater_query_latency_seconds{quantile="0.99",query="enriched"}'
+    wait_for("the shared stream's latency on /metrics", lambda: latency in p.metrics(), 60)
 
 
 @pytest.mark.timeout(600)
@@ -246,24 +301,46 @@ def test_a_rule_replaced_then_deleted_while_running(pipeline: Pipeline) -> None:
     assert f"rule.{name}.v{first.version}" not in p.rule_queries()
     checkpoints = Path(p.cfg.checkpoint_dir) / "rules" / name
     assert sorted(d.name for d in checkpoints.iterdir()) == [second.checkpoint_id]
-    p.sender.send(10)
-    views = {i for i, kind, _ in p.sender.sent if kind == "page_view"}
-    wait_for("the new version's output (page views only, from the start of this era)", lambda: {
-        str(r["event_id"]) for r in latest_by_key(p.cfg.bootstrap, p.cfg.registry_url, second.topic).values()
-        if r["event_type"] == "page_view"} == views)
+    # A packed rule joins its pack where the pack reads (a pack restarts from its checkpoint): it sees the events
+    # sent from now on; only page views.
+    before = len(p.sender.sent)
+    p.sender.send(12)
+    views = {i for i, kind, _ in p.sender.sent[before:] if kind == "page_view"}
+    assert views
+
+    def output() -> list[dict[str, Any]]:
+        return list(latest_by_key(p.cfg.bootstrap, p.cfg.registry_url, second.topic).values())
+
+    wait_for("the new version's output to hold the page views sent since",
+             lambda: {str(r["event_id"]) for r in output()} >= views)
+    since = {i for i, _, _ in p.sender.sent[before:]}  # the topic holds the first version's records as well
+    assert {r["event_type"] for r in output() if str(r["event_id"]) in since} == {"page_view"}
     p.store.delete(name)
     wait_for(f"rule {name}'s query to stop", lambda: not any(q.startswith(f"rule.{name}.") for q in p.rule_queries()))
     wait_for(f"rule {name}'s status to go", lambda: p.status(name) is None)
     assert not checkpoints.exists() and p.builtin_active()
 
 
+def output_ids(p: Pipeline, rule: Rule) -> set[str]:
+    return {str(r["event_id"]) for r in latest_by_key(p.cfg.bootstrap, p.cfg.registry_url, rule.topic).values()}
+
+
 @pytest.mark.timeout(600)
 def test_a_rule_failing_at_run_time_is_isolated_and_retried(pipeline: Pipeline, counts: Rule) -> None:
     p, name = pipeline, f"bad_{suffix()}"
-    # Analyses clean (a string may be cast to INT); fails in its first batch under ANSI mode.
+    good = p.apply(f"route_{suffix()}", f"SELECT event_id, event_type FROM events "
+                                        f"WHERE producer_id = '{p.sender.producer_id}'")
+    p.wait_state(good.name, "running")
+    packed = p.rule_query_objects()[f"rule.{good.name}.v{good.version}"]
+    run_id = packed.runId
+    # Analyses clean (a string may be cast to INT); fails in its first batch under ANSI mode. A rule that may fail
+    # never shares a query: it runs in its own micro-batch query.
     p.apply(name, f"SELECT event_id, CAST(event_type AS INT) AS n FROM events WHERE producer_id = "
                   f"'{p.sender.producer_id}'")
+    placement = p.placement(name)
+    assert placement.tier == "microbatch" and "CAST(string AS int) may fail" in placement.reason
     failed = p.wait_state(name, "failed")
+    assert failed.tier == "microbatch" and "may fail" in (failed.tier_reason or "")
     assert failed.error is not None and "CAST_INVALID_INPUT" in failed.error and "\n" not in failed.error
     assert failed.retry_at is not None and failed.retry_at > failed.updated_at
 
@@ -274,11 +351,18 @@ def test_a_rule_failing_at_run_time_is_isolated_and_retried(pipeline: Pipeline, 
     again = wait_for("a retry that fails again", failed_again)
     # Backoff 3 s, then 6 s: the second retry is due at least 6 s after the first one was.
     assert (again.retry_at or 0) - (failed.retry_at or 0) >= 6000
-    p.sender.send(5)  # the other rule and the built-in query go on
+    before = len(p.sender.sent)
+    p.sender.send(5)  # the other rules and the built-in query go on
     assert p.wait_state(counts.name, "running").error is None
-    wait_for("the other rule to count the new events", lambda: converged(p, counts))
+    wait_converged(p, counts, "the other rule to count the new events")
+    sent = {i for i, _, _ in p.sender.sent}
+    new = {i for i, _, _ in p.sender.sent[before:]}
+    got = wait_for("the packed filter's output to hold the new events", lambda: (o := output_ids(p, good)) >= new and o)
+    assert got <= sent  # its own events only, none lost
+    assert packed.runId == run_id and packed.isActive  # the shared query never stopped for the failing rule
     assert p.builtin_active()
     p.store.delete(name)
+    p.store.delete(good.name)
 
 
 def probe_schema(event_type: str, with_note: bool) -> str:
@@ -344,7 +428,7 @@ def test_a_schema_version_added_while_a_rule_runs(pipeline: Pipeline) -> None:
 @pytest.mark.timeout(1200)
 def test_the_pipeline_restarted_with_rules_in_place_resumes_them(pipeline: Pipeline, counts: Rule) -> None:
     p = pipeline
-    wait_for("the rule's output before the restart", lambda: converged(p, counts))
+    wait_converged(p, counts, "the rule's output before the restart")
     query = f"rule.{counts.name}.v{counts.version}"
     before = {name: batch_id(q) for name, q in p.rule_query_objects().items()}
     p.stop()
@@ -353,7 +437,7 @@ def test_the_pipeline_restarted_with_rules_in_place_resumes_them(pipeline: Pipel
     p.start()
     status = p.wait_state(counts.name, "running")
     assert status.version == counts.version and not status.fresh_start
-    wait_for("the rule's output to count the events sent while it was down", lambda: converged(p, counts))
+    wait_converged(p, counts, "the rule's output to count the events sent while it was down")
     resumed = p.rule_query_objects()[query]
     assert batch_id(resumed) > before[query]  # its checkpoint's batch sequence goes on
     for name, rule in p.store.latest_rules().items():  # every stored rule is back

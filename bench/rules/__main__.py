@@ -1,0 +1,137 @@
+"""Rules benchmark (not a test): what `make bench-rules` prints, in one run.
+
+    python -m bench.rules [--rate 1000] [--seconds 20] [--warmup 20] [--drain 10] [--many 20]
+        [--cost-events 30000] [--cost-rules 0,1,5,20,50] [--live-mode realtime] [--realtime-batch "5 minutes"]
+        [--skip-latency] [--skip-cost] [--env-file PATH]
+
+Against the running stack (`make up`; endpoints from `.headwater/stack.env`), with the pipeline (`job.run`: the
+built-in live queries, the shared enriched stream and the rule manager) in this process:
+
+1. latency (`latency.py`): events posted through the gateway at `--rate` events/s; `rules apply` -> the rule's
+   first output record; created_at -> output record p50/p99 per rule kind (filter, routing, projection, 10 s
+   windowed count) with one rule running, then with `--many` rules (as many of each kind) running; the built-in
+   10-second aggregate's latency in both.
+2. cost (`cost.py`): pipeline throughput with each count of `--cost-rules` running, and its ratio to none.
+
+Prints the figures with the host's load average, then one JSON line (`python -m bench.report --add` renders a
+dated page in docs/benchmarks/). The rules it applies are deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.rules import cost, latency
+from bench.rules.common import Running, new_topic
+from bench.spark.generate import Encoder, register_catalog
+from common.envfile import read_env, stack_env_file
+from spark_pipeline.config import PipelineConfig
+from spark_pipeline.rules.store import RuleStore
+from spark_pipeline.session import build_session
+
+GOALS_MS = {"filter": 1000, "routing": 1000, "projection": 1000, "aggregation": 2000, "builtin_10s_aggregate": 1000}
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def print_latency(result: dict[str, Any]) -> None:
+    a = result["apply"]
+    print(f"rules apply: {a['apply_s']} s; first output record {a['to_first_output_s']} s after the apply began "
+          f"(goal <= 5 s); status running after {a['to_running_status_s']} s")
+    print(f"created_at -> output record at {result['rate']} events/s, {result['seconds']:.0f} s windows "
+          f"(p50 / p99 / missing of events expected; goal p99):")
+    rows = [("1 rule", result["one_rule"]), (f"{result['many_rules']['rules']} rules", result["many_rules"])]
+    for label, figures in rows:
+        for kind in (*latency.KINDS, "builtin_10s_aggregate"):
+            f = figures.get(kind)
+            if f is None and kind == "builtin_10s_aggregate" and label == "1 rule":
+                f = result["builtin_at_one_rule"]
+            if f is None:
+                continue
+            print(f"  {label:>9} {kind:<22} p50 {_ms(f['p50_ms']):>7} ms  p99 {_ms(f['p99_ms']):>7} ms  "
+                  f"missing {f['missing']}/{f['events']}  (goal p99 <= {GOALS_MS[kind]:,} ms)")
+    print(f"  tiers of the {result['many_rules']['rules']} rules: {', '.join(result['tiers'])}")
+
+
+def print_cost(rows: list[dict[str, Any]]) -> None:
+    print("pipeline throughput (events/s until every output has them; ratio to 0 rules, goal >= 0.5 at 20):")
+    for r in rows:
+        print(f"  {r['rules']:>3} rules: {r['events_per_s'] or '-':>7} events/s  x{r['vs_none'] or '-':<6} "
+              f"({r['seconds']} s for {r['events']} events; counted {r['counted']}; tiers {r['tiers']})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.rules", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=20.0, help="each measured window")
+    parser.add_argument("--warmup", type=float, default=20.0)
+    parser.add_argument("--drain", type=float, default=10.0, help="seconds after a window for its last outputs")
+    parser.add_argument("--many", type=int, default=20)
+    parser.add_argument("--cost-events", type=int, default=30_000)
+    parser.add_argument("--cost-rules", default="0,1,5,20,50")
+    parser.add_argument("--live-mode", default="realtime", choices=("realtime", "microbatch"))
+    parser.add_argument("--realtime-batch", default="5 minutes")
+    parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument("--env-file", type=Path, default=stack_env_file())
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    env = {**read_env(args.env_file), **os.environ}
+    base = PipelineConfig.from_env(env)
+    os.environ["HEADWATER_RULE_STATUS_S"] = "1"
+    os.environ["HEADWATER_RULE_STARTING_OFFSETS"] = "latest"
+    spark = build_session("headwater-bench-rules")
+    store = RuleStore(base.bootstrap)
+    load_before = os.getloadavg()
+    out: dict[str, Any] = {"bench": "rules", "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
+                           "live_mode": args.live_mode, "realtime_batch": args.realtime_batch,
+                           "master": spark.sparkContext.master}
+
+    def config(events_topic: str) -> PipelineConfig:
+        return base.with_overrides(
+            events_topic=events_topic, output_dir=tempfile.mkdtemp(prefix="bench-rules-"), starting_offsets="latest",
+            registry_poll_s=3600, aggregates_topic=new_topic(base.bootstrap, "bench.rules.aggregates"),
+            enriched_topic=new_topic(base.bootstrap, "bench.rules.enriched", 1), live_mode=args.live_mode,
+            realtime_batch=args.realtime_batch, lateness="2 minutes", metrics_port=0, rules_realtime=True)
+
+    try:
+        if not args.skip_latency:
+            pipeline = Running(spark, config(base.events_topic))
+            try:
+                out["latency"] = latency.run(pipeline, env, store, rate=args.rate, seconds=args.seconds,
+                                             warmup=args.warmup, drain=args.drain, many=args.many)
+            finally:
+                pipeline.stop()
+            print_latency(out["latency"])
+        if not args.skip_cost:
+            encoder = Encoder(register_catalog(base.registry_url))
+            pipeline = Running(spark, config(new_topic(base.bootstrap, "bench.rules.events")))
+            try:
+                out["cost"] = cost.run(pipeline, store, encoder, [int(x) for x in args.cost_rules.split(",") if x],
+                                       args.cost_events)
+            finally:
+                pipeline.stop()
+            print_cost(out["cost"])
+    finally:
+        spark.stop()
+    load_after = os.getloadavg()
+    out["load_average"] = {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after],
+                           "cores": os.cpu_count()}
+    print(f"load average (1/5/15 min) before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
+          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}, {os.cpu_count()} cores")
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""The pack's bookkeeping (spark_pipeline/rules/packed.py) with a fake query: membership changes gathered into one
+restart, each rule's query-like view, failures reported to every member, removal and shutdown."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from pyspark.sql.types import StructType
+
+from spark_pipeline.rules.model import Rule
+from spark_pipeline.rules.packed import Member, Pack
+
+pytestmark = pytest.mark.unit
+
+
+@dataclass
+class FakeQuery:
+    """What the pack reads of a StreamingQuery."""
+
+    members: list[str]
+    name: str = "rules.realtime"
+    runId: str = field(default_factory=lambda: str(time.monotonic_ns()))
+    isActive: bool = True
+    error: object | None = None
+    lastProgress: dict[str, Any] | None = field(default_factory=lambda: {"batchId": 3})
+    recentProgress: list[dict[str, Any]] = field(default_factory=list)
+
+    def exception(self) -> object | None:
+        return self.error
+
+    def stop(self) -> None:
+        self.isActive = False
+
+
+@dataclass
+class Starter:
+    started: list[FakeQuery] = field(default_factory=list)
+    fail_with: Exception | None = None
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def __call__(self, members: list[Member]) -> FakeQuery:
+        if self.fail_with is not None:
+            raise self.fail_with
+        q = FakeQuery(sorted(m.rule.name for m in members))
+        with self.changed:
+            self.started.append(q)
+            self.changed.notify_all()
+        return q
+
+    def wait(self, check: Callable[[], bool], timeout_s: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        with self.changed:
+            while not check():
+                left = deadline - time.monotonic()
+                assert left > 0, f"timed out; started {self.started}"
+                self.changed.wait(left)
+
+
+def member(name: str, context: int = 1) -> Member:
+    rule = Rule(name=name, sql="SELECT 1", version=1, applied_at=0, applied_by="t", output_schema_id=1)
+    return Member(rule, None, StructType([]), context)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def starter() -> Starter:
+    return Starter()
+
+
+@pytest.fixture
+def pack(starter: Starter) -> Iterator[Pack]:
+    p = Pack("rules.realtime", starter, debounce_s=0.05)
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_rules_added_together_start_one_query(pack: Pack, starter: Starter) -> None:
+    views = [pack.add(member(n)) for n in ("a", "b", "c")]
+    assert all(v.isActive for v in views)  # pending: starting
+    starter.wait(lambda: len(starter.started) == 1)
+    wait_until(lambda: pack.query() is starter.started[0])
+    assert starter.started[0].members == ["a", "b", "c"]
+    assert [v.name for v in views] == ["rule.a.v1", "rule.b.v1", "rule.c.v1"]
+    assert all(v.isActive and v.exception() is None and v.runId == starter.started[0].runId for v in views)
+    assert views[0].lastProgress == {"batchId": 3}
+    starter.started[0].lastProgress = None  # inside its first real-time batch: running, no report yet
+    assert views[0].lastProgress == {"batchId": -1}
+
+
+def test_a_removed_rule_restarts_the_query_without_it(pack: Pack, starter: Starter) -> None:
+    a, b = pack.add(member("a")), pack.add(member("b"))
+    starter.wait(lambda: len(starter.started) == 1)
+    a.stop()
+    starter.wait(lambda: len(starter.started) == 2)
+    wait_until(lambda: not starter.started[0].isActive and pack.query() is starter.started[1])
+    assert starter.started[1].members == ["b"]
+    assert not a.isActive and b.isActive
+    b.stop()
+    wait_until(lambda: pack.query() is None)
+    assert not starter.started[1].isActive and len(starter.started) == 2  # nothing left to run
+
+
+def test_a_failed_query_is_every_members_failure(pack: Pack, starter: Starter) -> None:
+    a, b = pack.add(member("a")), pack.add(member("b"))
+    starter.wait(lambda: len(starter.started) == 1)
+    wait_until(lambda: pack.query() is starter.started[0])
+    boom = RuntimeError("kafka down")
+    starter.started[0].error, starter.started[0].isActive = boom, False
+    assert (a.isActive, a.exception(), b.isActive, b.exception()) == (False, boom, False, boom)
+    assert a.lastProgress is None  # a failed member has no progress to report
+
+
+def test_a_query_that_cannot_start_fails_its_members(pack: Pack, starter: Starter) -> None:
+    starter.fail_with = RuntimeError("cannot plan")
+    a = pack.add(member("a"))
+    wait_until(lambda: not a.isActive)
+    assert a.exception() is starter.fail_with
+
+
+def test_only_the_newest_context_runs(pack: Pack, starter: Starter) -> None:
+    pack.add(member("old", context=1))
+    pack.add(member("new", context=2))
+    starter.wait(lambda: len(starter.started) == 1)
+    assert starter.started[0].members == ["new"]
+
+
+def test_close_stops_the_query(starter: Starter) -> None:
+    p = Pack("rules.realtime", starter, debounce_s=0.05)
+    p.add(member("a"))
+    starter.wait(lambda: len(starter.started) == 1)
+    wait_until(lambda: p.query() is not None)
+    p.close()
+    assert not starter.started[0].isActive and p.query() is None
