@@ -67,8 +67,9 @@ def write_key(stack_env: dict[str, str]) -> str:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """One local SparkSession (local[2], connector jars from set-up) for every Spark test of the session: starting
-    one takes tens of seconds on two cores. Tests only read and write through it, each with its own topics."""
+    """One local SparkSession (the pipeline's default master, connector jars from set-up) for every Spark test of
+    the session: starting one takes tens of seconds on two cores. Tests only read and write through it, each with
+    its own topics."""
     from spark_pipeline.session import build_session
 
     session = build_session("headwater-tests")
