@@ -110,8 +110,9 @@ def test_failed_commit_aborts_and_fails_every_batch_of_the_group() -> None:
 
     results = asyncio.run(run())
     assert all(isinstance(r, KafkaUnavailable) and r.retry_after for r in results)
-    assert producers[0].aborted == 1 and not producers[0].committed
-    assert c.healthy  # the abort worked: the same producer goes on
+    wait_for("the abort", lambda: producers[0].aborted == 1, 5)  # the batches are answered before the abort
+    assert not producers[0].committed
+    wait_for("the lane healthy again", lambda: c.healthy, 5)  # the abort worked: the same producer goes on
     producers[0].fail_commit = None
     asyncio.run(c.commit(_records("after")))
     c.stop(5)
