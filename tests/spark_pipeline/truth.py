@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import io
 import struct
-import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from bench.rules import common as rules_common
 from bench.spark.generate import Encoder, Event, generate, produce, register_catalog
 from spark_pipeline.enrich import inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
@@ -19,14 +18,7 @@ from tests.support.kafka import consume_all
 
 WINDOWS_MS = {"10s": (10_000, 10_000), "1m": (60_000, 60_000), "5m/1m": (300_000, 60_000)}
 Key = tuple[str, int, str, str]  # granularity, window_start ms, event_type, region
-
-
-def new_topic(bootstrap: str, prefix: str, partitions: int = 3) -> str:
-    name = f"{prefix}.{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for fut in admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)]).values():
-        fut.result(30)
-    return name
+new_topic = rules_common.new_topic  # one helper for the tests and the rules benchmark
 
 
 @dataclass
