@@ -37,7 +37,7 @@ def producer(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def gateway(stack_env: dict[str, str]) -> dict[str, str]:
     if "GATEWAY_URL" not in stack_env:
-        pytest.skip("the stack has no GATEWAY_URL yet (gateway service not registered)")
+        pytest.fail("the stack has no GATEWAY_URL: its gateway did not register (see the stack fixture's log)")
     return stack_env
 
 
@@ -91,7 +91,7 @@ def test_kill_9_then_restart_on_the_same_spool_delivers_every_spooled_event(
 
 def test_avro_fast_path_reaches_kafka(producer: Path, gateway: dict[str, str], tmp_path: Path) -> None:
     if "REGISTRY_URL" not in gateway:
-        pytest.skip("the stack has no REGISTRY_URL yet")
+        pytest.fail("the stack has no REGISTRY_URL: its registry did not register")
     start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
     env = producer_env(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], tmp_path / "spool", **QUICK_RETRIES)
     env.update(HEADWATER_WIRE_FORMAT="avro", HEADWATER_REGISTRY_URL=gateway["REGISTRY_URL"])

@@ -24,7 +24,7 @@ PRODUCER = ROOT / "sdk-typescript" / "build" / "test" / "fixtures" / "produce.js
 def gateway(stack_env: dict[str, str]) -> dict[str, str]:
     """The stack's endpoints; the Node producer must have been built by `make setup`."""
     if "GATEWAY_URL" not in stack_env:
-        pytest.skip("the stack has no GATEWAY_URL yet (gateway service not registered)")
+        pytest.fail("the stack has no GATEWAY_URL: its gateway did not register (see the stack fixture's log)")
     if shutil.which("node") is None or not PRODUCER.exists():
         pytest.fail(f"{PRODUCER} is missing: run `make setup` (stack/setup-node.sh builds the TypeScript SDK)")
     return stack_env
@@ -76,7 +76,7 @@ def test_kill_9_then_restart_on_the_same_spool_delivers_every_spooled_event(gate
 
 def test_avro_fast_path_reaches_kafka(gateway: dict[str, str], tmp_path: Path) -> None:
     if "REGISTRY_URL" not in gateway:
-        pytest.skip("the stack has no REGISTRY_URL yet")
+        pytest.fail("the stack has no REGISTRY_URL: its registry did not register")
     run = f"run-{uuid.uuid4()}"
     start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
     result = produce(gateway["GATEWAY_URL"], gateway["HEADWATER_WRITE_KEY"], tmp_path / "spool", 200, run, mode="avro",
