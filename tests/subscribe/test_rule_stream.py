@@ -1,5 +1,5 @@
-"""A rule's output streamed while the rule runs, on the real stack: a real Spark rule (the rule manager on Spark
-local[2], no built-in query, to keep it lean) applied with `rules apply`, a per-event threshold alert over page
+"""A rule's output streamed while the rule runs, on the real stack: a real Spark rule (the rule manager on the session's
+shared Spark, no built-in query, to keep it lean) applied with `rules apply`, a per-event threshold alert over page
 views; the subscriber (the Python SDK) gets each alert as the rule writes it, decoded with the rule's registered
 output schema."""
 
@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +19,7 @@ from spark_pipeline.rules import cli, runtime
 from spark_pipeline.rules.store import RuleStore
 from tests.subscribe.harness import Keys, post_page_views, start_server
 from tests.support.kafka import end_offsets
+from tests.support.wait import wait_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,26 +28,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.timeout(12
 WAIT_S = 300.0  # a rule's first micro-batch can take minutes on a loaded 2-core host
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout_s: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
-    return value
-
-
-@pytest.fixture(scope="module")
-def spark_session() -> Iterator[SparkSession]:
-    from spark_pipeline.session import build_session
-
-    session = build_session("headwater-subscribe-tests")
-    try:
-        yield session
-    finally:
-        session.stop()
-
-
-def test_a_rules_output_is_streamed_while_the_rule_runs(spark_session: SparkSession, stack_env: dict[str, str],
+def test_a_rules_output_is_streamed_while_the_rule_runs(spark: SparkSession, stack_env: dict[str, str],
                                                         tmp_path: Path) -> None:
     bootstrap, marker = stack_env["KAFKA_BOOTSTRAP"], f"rule-{uuid.uuid4().hex[:8]}"
     name, topic = f"alerts_{uuid.uuid4().hex[:6]}", stack_env["EVENTS_TOPIC"]
@@ -56,7 +36,7 @@ def test_a_rules_output_is_streamed_while_the_rule_runs(spark_session: SparkSess
     cfg = PipelineConfig(bootstrap=bootstrap, registry_url=stack_env["REGISTRY_URL"],
                          events_topic=topic, output_dir=str(tmp_path / "pipeline"),
                          lateness="10 minutes", registry_poll_s=3)
-    manager = runtime.start_manager(spark_session, cfg, {
+    manager = runtime.start_manager(spark, cfg, {
         "HEADWATER_RULE_STARTING_OFFSETS": json.dumps({topic: {str(p): o for p, o in starts.items()}}),
         "HEADWATER_RULE_STATUS_S": "1"})
     store = RuleStore(bootstrap)
@@ -68,7 +48,8 @@ def test_a_rules_output_is_streamed_while_the_rule_runs(spark_session: SparkSess
                        f"SELECT event_id, path, load_time_ms FROM page_view\n"
                        f"WHERE title = '{marker}' AND load_time_ms > 2000\n")
         assert cli.apply(cfg, sql, name) == 0  # creates headwater.rule.<name> and registers its schema
-        wait_for(f"rule {name} running", lambda: (s := store.statuses().get(name)) is not None and s.state == "running")
+        wait_for(f"rule {name} running", lambda: (s := store.statuses().get(name)) is not None and s.state == "running",
+                 WAIT_S, interval_s=0.5)
         got: list[Any] = []
         sub = headwater.subscribe(srv.url, srv.keys.rules, f"rule.{name}", start="earliest")
 
