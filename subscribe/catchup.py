@@ -51,7 +51,7 @@ class LogReader:
         frames = []
         for decoded, frame, _ in frame_batch(self.decoder, msgs, self.cursor, self.tag, self.stop):
             if (self.event_type is None or decoded.event_type == self.event_type) and (
-                    self.filter is None or self.filter.matches(decoded.value)):
+                    self.filter is None or self.filter.matches_fields(decoded.fields)):
                 frames.append(frame)
         cursor = tuple(self.cursor)
         return Batch(b"".join(frames), len(frames), cursor, encode(self.tag, cursor))

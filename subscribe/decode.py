@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import msgspec
 
 from common.avro_frame import HEADER_BYTES, FrameError, read_body, schema_id_of
+from subscribe.filters import Fields, fields_of
 
 HEADERS = frozenset({"event_id", "producer_id", "batch_id", "received_at", "reason"})
 EVENTS_NAMESPACE = "headwater.events."
@@ -52,12 +53,14 @@ class SchemaSource(Protocol):
 
 @dataclass(frozen=True)
 class Decoded:
-    """One record ready for subscribers: position, the event type it is of (events topics), value, JSON body."""
+    """One record ready for subscribers: position, the event type it is of (events topics), value, the fields
+    filters read (`filters.fields_of(value)`), JSON body."""
 
     partition: int
     offset: int
     event_type: str | None
     value: Any
+    fields: Fields
     body: bytes
 
 
@@ -121,7 +124,8 @@ class RecordDecoder:
         if error is not None:
             doc["raw"] = base64.b64encode(raw).decode()
             doc["error"] = error
-        return Decoded(msg.partition() or 0, msg.offset() or 0, event_type, value, _encoder.encode(doc))
+        return Decoded(msg.partition() or 0, msg.offset() or 0, event_type, value, fields_of(value),
+                       _encoder.encode(doc))
 
     def _avro(self, raw: bytes) -> tuple[WriterSchema, Any]:
         schema = self.schemas.get(schema_id_of(raw))

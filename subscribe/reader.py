@@ -100,7 +100,7 @@ class TopicReader:
                 received = time.monotonic()
                 msgs = [first, *consumer.consume(self.max_batch - 1, timeout=0)]
                 framed = frame_batch(self.decoder, msgs, cursor, self.ring.tag, self.stop_flag)
-                entries = [Entry(frame, id_len, d.partition, d.offset, d.event_type, d.value)
+                entries = [Entry(frame, id_len, d.partition, d.offset, d.event_type, d.fields)
                            for d, frame, id_len in framed]
                 self._hand_over(entries, tuple(cursor), received)
         except Exception as exc:

@@ -19,10 +19,10 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from subscribe import position as pos
-from subscribe.filters import Filter
+from subscribe.filters import Fields, Filter
 
 COMPACT_AT = 4096
 
@@ -36,7 +36,7 @@ class Entry:
     partition: int
     offset: int
     event_type: str | None
-    value: Any
+    fields: Fields  # what filters read (filters.fields_of): untracked by the garbage collector
 
 
 @dataclass
@@ -91,7 +91,7 @@ class Ring:
     parts: list[int] = field(default_factory=list)
     offs: list[int] = field(default_factory=list)
     types: list[str | None] = field(default_factory=list)
-    values: list[Any] = field(default_factory=list)
+    fields: list[Fields] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)  # bytes from the ring's beginning to the end of each frame
     received: list[float] = field(default_factory=list)  # when the reader got each record (monotonic s)
     head: int = 0                # list index of the oldest frame kept
@@ -134,7 +134,7 @@ class Ring:
             self.parts.append(e.partition)
             self.offs.append(e.offset)
             self.types.append(e.event_type)
-            self.values.append(e.value)
+            self.fields.append(e.fields)
             self.ends.append(total)
             self.received.append(got)
         if tuple(tail) != self.tail:
@@ -176,7 +176,7 @@ class Ring:
         self.first_seq += last + 1 - self.head
         self.head = last + 1
         if self.head >= COMPACT_AT and self.head * 2 >= len(self.frames):
-            for lst in (self.frames, self.id_lens, self.parts, self.offs, self.types, self.values, self.ends,
+            for lst in (self.frames, self.id_lens, self.parts, self.offs, self.types, self.fields, self.ends,
                         self.received):
                 del lst[:self.head]
             self.head = 0
@@ -248,9 +248,9 @@ class Ring:
             data = b"".join(self.frames[i:j])
             count = j - i
         else:
-            t, f, types, values = view.event_type, view.filter, self.types, self.values
+            t, f, types, fields = view.event_type, view.filter, self.types, self.fields
             picked = [self.frames[k] for k in range(i, j)
-                      if (t is None or types[k] == t) and (f is None or f.matches(values[k]))]
+                      if (t is None or types[k] == t) and (f is None or f.matches_fields(fields[k]))]
             data, count = b"".join(picked), len(picked)
         return Chunk(data, view.seq + (j - i), self._id_at(j - 1), count)
 
@@ -265,7 +265,7 @@ class Ring:
             p, o = self.parts[k], self.offs[k]
             if o >= own[p]:
                 own[p] = o + 1
-                if (t is None or self.types[k] == t) and (f is None or f.matches(self.values[k])):
+                if (t is None or self.types[k] == t) and (f is None or f.matches_fields(self.fields[k])):
                     body = self.frames[k][4 + self.id_lens[k] + 7:-2]
                     out.append(b"id: " + pos.encode(self.tag, _max(own, r)) + b"\ndata: " + body + b"\n\n")
             k += 1

@@ -8,6 +8,7 @@ itself, in plain text echoing the request, and logs the line: a read key in a he
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 
@@ -61,6 +62,10 @@ async def serve(cfg: SubscribeConfig) -> None:
     await runner.setup()
     site = web.TCPSite(runner, cfg.host, cfg.port, backlog=1024)
     await site.start()
+    # What start-up made (modules, the app) lives as long as the process: moved out of the collector's reach, so
+    # that a full collection walks only what serving made (shorter pauses of the event loop and the readers).
+    gc.collect()
+    gc.freeze()
     log.info("listening", extra={"fields": {"host": cfg.host, "port": cfg.port}})
     print(f"subscriptions on http://{cfg.host}:{cfg.port}/v1/streams/<stream>", flush=True)
     await stop.wait()

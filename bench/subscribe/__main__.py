@@ -8,7 +8,9 @@ or read slowly, interleaved (what a slow subscriber costs the others); with `--b
 revision's server and on this one, interleaved (before/after in one run); and N consumers of the topic in one
 process, decoding for each (the one-consumer-per-subscriber design this server does not use). Each phase reports
 the server's hold time (its histogram), the CPU of the server, the clients, the broker and the producer apart,
-and its failed connections by reason. The server is pinned to a core of its own (HEADWATER_BENCH_PIN=0: not).
+and its failed connections by reason. With four CPUs or more the server is pinned to a core of its own
+(HEADWATER_BENCH_PIN=1: always, 0: never); on two, pinning would leave the broker, the producer and every client
+queueing on the other core, and the latencies would be that core's queue. CPU is counted per process either way.
 Prints a table, the load average, and one JSON line (`bench: subscribe`) at the end.
 """
 
@@ -51,6 +53,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--baseline", metavar="REV", help="also run 100 subscribers on the server of git revision REV, "
                    "interleaved with this one's (--rounds times): before/after in one run")
     p.add_argument("--rounds", type=int, default=2, help="alone/beside rounds, interleaved (default 2; 0: none)")
+    p.add_argument("--warmup", type=float, default=60.0,
+                   help="seconds of load with one subscriber before the first phase, not reported (default 60: a "
+                   "fresh broker's JIT compiler alone takes about half a core for its first minute under load)")
     p.add_argument("--consumers", type=int, default=20,
                    help="per-subscriber consumers to compare (default 20; 0: none)")
     return p.parse_args(argv)
@@ -205,10 +210,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _pin(stack: Stack, cfg: StackConfig, *servers: int) -> cpus.CpuPlan | None:
     """The server on a core of its own; the broker, registry, producer and client processes (children of this
-    one, started after) on the others. HEADWATER_BENCH_PIN=0: no pinning."""
-    plan = cpus.plan(os.environ.get("HEADWATER_BENCH_PIN", "1") != "0")
+    one, started after) on the others: by default with four usable CPUs or more (HEADWATER_BENCH_PIN=1: with two or
+    more, 0: never)."""
+    wanted = os.environ.get("HEADWATER_BENCH_PIN", "auto")
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    plan = cpus.plan(wanted == "1" or (wanted != "0" and usable >= 4))
     if plan is None:
-        print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
+        print(f"not pinning CPUs ({usable} usable; HEADWATER_BENCH_PIN={wanted})", flush=True)
         return None
     for pid in (stack.kafka.node(1).process.pid(), *(s.process(cfg).pid() for s in services(cfg))):
         if pid:
@@ -260,6 +268,9 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
 
     failed: list[dict[str, str]] = []
     try:
+        if args.warmup > 0:
+            print(f"warm-up: {args.warmup:g} s of load with one subscriber (not reported) ...", flush=True)
+            phase("warmup", server, keys.all, {"probe": 1}, roles, seconds=args.warmup)
         for n in (int(x) for x in args.subscribers.split(",")):
             probes = min(PROBES, n)
             print(f"phase: {n} subscribers ...", flush=True)

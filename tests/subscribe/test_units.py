@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
+import gc
 import hashlib
+import uuid
 
 import pytest
 
 from subscribe import position as pos
 from subscribe import sse
 from subscribe.errors import BadRequest, Forbidden, Unauthorized
-from subscribe.filters import parse_filter
+from subscribe.filters import fields_of, parse_filter
 from subscribe.keys import new_read_key, parse_read_keys
 from subscribe.streams import Topics, in_scope, parse_stream, valid_scope
 
@@ -60,6 +63,23 @@ def test_filter_matches_by_type_and_value() -> None:
     assert not f.matches("a string record")
     null = parse_filter('{"x": null}')
     assert null is not None and null.matches({"x": None}) and not null.matches({})
+
+
+def test_filter_fields_are_scalar_leaves_the_collector_does_not_track() -> None:
+    event_id = uuid.UUID("0194f3c2-7b1a-7cde-8f00-0123456789ab")
+    value = {"event_id": event_id, "seq": 3, "at": datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
+             "context": {"app": {"build": {"sha": "abc", "deep": {"x": 1}}}, "tags": ["a"]},
+             "properties": {"a.b": "dotted", "path": "/p", "ok": False, "none": None}}
+    fields = fields_of(value)
+    assert fields == {"event_id": str(event_id), "seq": 3, "context.app.build.sha": "abc",
+                      "properties.path": "/p", "properties.ok": False, "properties.none": None}
+    assert not gc.is_tracked(fields)  # a ring of them costs the collector nothing
+    by_id = parse_filter(f'{{"event_id": "{event_id}"}}')  # a UUID compares as the text the JSON shows
+    assert by_id is not None and by_id.matches(value) and by_id.matches_fields(fields)
+    for unmatched in ('{"at": "2026"}', '{"context.tags": "a"}', '{"context.app": "x"}'):
+        f = parse_filter(unmatched)  # a timestamp, a list, an object: never matched
+        assert f is not None and not f.matches(value), unmatched
+    assert fields_of("a string record") == {} and fields_of(None) == {}
 
 
 @pytest.mark.parametrize("bad", ["[1]", "{}", "{", '{"a": NaN}', '{"a": {"b": 1}}', '{"a": []}',
