@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -62,12 +63,12 @@ def _flatten(m: Mapping[Any, Any], prefix: str, depth: int, out: Fields) -> None
         if not isinstance(k, str) or "." in k:
             continue
         if v is None or isinstance(v, str | int | float):  # bool is an int
-            out[prefix + k] = v
+            out[sys.intern(prefix + k) if prefix else k] = v  # one copy of each nested path in the ring
         elif isinstance(v, Mapping):
             if depth < MAX_DEPTH:
                 _flatten(v, f"{prefix}{k}.", depth + 1, out)
         elif isinstance(v, uuid.UUID):
-            out[prefix + k] = str(v)
+            out[sys.intern(prefix + k) if prefix else k] = str(v)
 
 
 @dataclass(frozen=True)

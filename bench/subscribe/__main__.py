@@ -46,6 +46,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.subscribe", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rate", type=int, default=1000, help="events/s committed (default 1000)")
+    p.add_argument("--tx-per-s", type=int, default=25,
+                   help="Kafka transactions per second (default 25: the gateway commits a transaction per group of "
+                   "batches, so 1,000 events/s sent in the SDKs' 40-event batches is at most 25; 100 is the "
+                   "gateway's group commit under heavy load, and costs the broker about 4 x the CPU)")
     p.add_argument("--seconds", type=float, default=20.0, help="measured seconds per phase (default 20)")
     p.add_argument("--subscribers", default="1,100,1000", help="subscriber counts (default 1,100,1000)")
     p.add_argument("--slow", type=int, default=0, help="slow subscribers (read 8 KiB / 100 ms) beside 100 (default 0)")
@@ -252,7 +256,8 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
     mine, theirs = ctx.Pipe()
     schema_id, schema_doc = _schema(env["REGISTRY_URL"])
     prod = ctx.Process(target=producer.run, args=(env["KAFKA_BOOTSTRAP"], env["EVENTS_TOPIC"], stop, theirs),
-                       kwargs={"schema_doc": schema_doc, "schema_id": schema_id, "rate": args.rate}, daemon=True)
+                       kwargs={"schema_doc": schema_doc, "schema_id": schema_id, "rate": args.rate,
+                               "tx_per_s": args.tx_per_s}, daemon=True)
     prod.start()
     roles = Roles(server.proc.pid, stack.kafka.node(1).process.pid() or 0, prod.pid or 0, plan)
     phases: list[dict[str, Any] | None] = []
@@ -308,7 +313,8 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
         server.stop()
         if baseline is not None:
             baseline.stop()
-    return {"rate": args.rate, "produced_rate": round(produced["rate"], 1), "seconds": args.seconds,
+    return {"rate": args.rate, "tx_per_s": args.tx_per_s, "produced_rate": round(produced["rate"], 1),
+            "seconds": args.seconds,
             "pinning": plan.describe().replace("measured process", "server") if plan else "not pinned",
             "phases": [latency_ms(p, produced["commits"]) for p in phases if p is not None],
             "failed_phases": failed, "per_subscriber_consumers": per_consumer}

@@ -18,8 +18,6 @@ from confluent_kafka import Producer
 from bench.gateway.workload import page_view
 from common.avro_frame import frame
 
-TX_PER_S = 100  # one transaction every 10 ms, like the gateway's group commit under load
-
 
 def encode(schema: Any, schema_id: int, event: dict[str, Any]) -> bytes:
     rec = {**event, "sent_at": event["created_at"], "received_at": event["created_at"],
@@ -30,7 +28,7 @@ def encode(schema: Any, schema_id: int, event: dict[str, Any]) -> bytes:
 
 
 def run(bootstrap: str, topic: str, stop: Event, out: Connection, *, schema_doc: Any, schema_id: int,
-        rate: int) -> None:
+        rate: int, tx_per_s: int) -> None:
     """Produce until `stop`; send back [(first seq, last seq, commit epoch s)] and the rate achieved."""
     schema = fastavro.parse_schema(schema_doc)
     rng, producer_id = random.Random(11), str(uuid.uuid4())
@@ -41,7 +39,7 @@ def run(bootstrap: str, topic: str, stop: Event, out: Connection, *, schema_doc:
     seq, start = 0, time.monotonic()
     next_at = start
     while not stop.is_set():
-        # the records due by now: a transaction per 1/TX_PER_S s, larger when commits are slower than that
+        # the records due by now: a transaction per 1/tx_per_s s, larger when commits are slower than that
         due = max(1, min(rate, int((time.monotonic() - start) * rate) - seq))
         producer.begin_transaction()
         first = seq
@@ -51,7 +49,7 @@ def run(bootstrap: str, topic: str, stop: Event, out: Connection, *, schema_doc:
             seq += 1
         producer.commit_transaction(30)
         commits.append((first, seq - 1, time.time()))
-        next_at += 1 / TX_PER_S
+        next_at += 1 / tx_per_s
         time.sleep(max(0.0, next_at - time.monotonic()))
     out.send({"commits": commits, "rate": seq / (time.monotonic() - start)})
     out.close()
