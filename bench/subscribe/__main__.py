@@ -52,6 +52,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                    "gateway's group commit under heavy load, and costs the broker about 4 x the CPU)")
     p.add_argument("--seconds", type=float, default=20.0, help="measured seconds per phase (default 20)")
     p.add_argument("--subscribers", default="1,100,1000", help="subscriber counts (default 1,100,1000)")
+    p.add_argument("--followers", default="1000",
+                   help="subscriber counts of phases where all but the timed ones follow one node each (a filter "
+                   "on node_id, about 1 record/s each; default 1000, '' none): 1,000 full-stream subscribers at "
+                   "1,000 events/s are 1.5 GB/s, more than two cores read beside the server")
     p.add_argument("--slow", type=int, default=0, help="slow subscribers (read 8 KiB / 100 ms) beside 100 (default 0)")
     p.add_argument("--stalled", type=int, default=1, help="subscribers that never read beside 100 (default 1)")
     p.add_argument("--baseline", metavar="REV", help="also run 100 subscribers on the server of git revision REV, "
@@ -280,6 +284,11 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
             probes = min(PROBES, n)
             print(f"phase: {n} subscribers ...", flush=True)
             phases.append(phase(f"n{n}", server, keys.all, {"probe": probes, "drain": n - probes},
+                                roles, seconds=args.seconds))
+        for n in (int(x) for x in args.followers.split(",") if x.strip()):
+            probes = min(PROBES, n)
+            print(f"phase: {n} subscribers, {n - probes} of them following one node each ...", flush=True)
+            phases.append(phase(f"n{n}-followers", server, keys.all, {"probe": probes, "follower": n - probes},
                                 roles, seconds=args.seconds))
         base = {"probe": PROBES, "drain": 100 - PROBES}
         for i in range(args.rounds):  # interleaved A/B: the same 100, alone and beside slow and stalled subscribers

@@ -1,7 +1,9 @@
-"""Subscriber processes for the benchmark: raw HTTP/1.1 SSE connections on uvloop, of four kinds.
+"""Subscriber processes for the benchmark: raw HTTP/1.1 SSE connections on uvloop, of five kinds.
 
 - probe: decodes the chunked stream and takes every record's `seq` and arrival time (latency);
 - drain: reads and counts bytes and records, nothing more (so that 1,000 subscribers cost the client little);
+- follower: a drain of one node's records only (`filter={"node_id": "node-<n>"}`, about 1/1,000 of the stream):
+  a dashboard following one device, so that 1,000 subscribers fit on the host beside the server;
 - slow: reads 8 KiB every 100 ms and reconnects with Last-Event-ID when the server cuts it off;
 - stalled: sends its request and never reads (a small receive buffer).
 
@@ -12,9 +14,12 @@ A connection that fails or ends is counted under its kind and reason (the HTTP s
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 import re
 import socket
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -122,16 +127,20 @@ class Client:
                 t.arrivals.extend((int(s), now) for s in seqs)
         raise ended("probe", last[-512:])
 
-    async def drain(self, opened: Callable[[], None]) -> None:
-        reader, _ = await _open(self.host, self.port, self.path, self.key)
+    async def drain(self, opened: Callable[[], None], kind: str = "drain", path: str | None = None) -> None:
+        reader, _ = await _open(self.host, self.port, path or self.path, self.key)
         opened()
-        t, last = self.tally("drain"), b""
+        t, last = self.tally(kind), b""
         while data := await reader.read(1 << 16):
             last = data
             if self.measuring:
                 t.bytes += len(data)
                 t.records += data.count(b"data: ")
-        raise ended("drain", last[-512:])
+        raise ended(kind, last[-512:])
+
+    async def follower(self, opened: Callable[[], None]) -> None:
+        node = json.dumps({"node_id": f"node-{random.randrange(1000)}"})  # the producer's nodes: node-0..node-999
+        await self.drain(opened, "follower", f"{self.path}?filter={urllib.parse.quote(node)}")
 
     async def slow(self, opened: Callable[[], None]) -> None:
         t, last_id = self.tally("slow"), None

@@ -63,7 +63,7 @@ def latency_ms(phase: dict[str, Any], commits: list[tuple[int, int, float]]) -> 
     in_window = sum(last - first + 1 for first, last, at in commits if t0 <= at < t1)
     lat = [(arrived - committed[seq]) * 1000 for seq, arrived in phase["tallies"].get("probe", {}).get("arrivals", [])
            if seq in committed]
-    n_sub = sum(v for k, v in phase["counts"].items() if k in ("probe", "drain"))
+    n_sub = sum(v for k, v in phase["counts"].items() if k in ("probe", "drain", "follower"))
     drain = phase["tallies"].get("drain", {})
     drains = phase["counts"].get("drain", 0)
     out = {
@@ -76,6 +76,10 @@ def latency_ms(phase: dict[str, Any], commits: list[tuple[int, int, float]]) -> 
         "cpu_s_per_s": phase["cpu_s_per_s"], "server_hold_ms": phase["server_hold_ms"],
         "opened": phase["opened"], "client_failures": phase["client_failures"], "failures": phase["failures"],
     }
+    followers = phase["counts"].get("follower", 0)
+    if followers:
+        out["follower_records_per_subscriber"] = round(phase["tallies"].get("follower", {}).get("records", 0)
+                                                       / followers, 1)
     slow = phase["tallies"].get("slow")
     if slow:
         out["slow_reconnects"] = slow["reconnects"]
