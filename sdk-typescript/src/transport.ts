@@ -43,10 +43,20 @@ interface Pool {
   retired: boolean;
 }
 
+/** Where a URL's requests go, parsed once (Node would parse the URL string again for every request). */
+interface Target {
+  hostname: string;
+  port: string;
+  path: string;
+}
+
+const TARGETS_MAX = 64; // a client's endpoints, their /readyz and the registry's paths: a handful
+
 /** HTTP/1.1 keep-alive through `node:http`/`node:https`, recycled after an age with jitter. */
 export class HttpTransport implements Transport {
   private pool: Pool;
   private closed = false;
+  private readonly targets = new Map<string, Target>();
 
   constructor(
     private readonly https: boolean,
@@ -90,7 +100,11 @@ export class HttpTransport implements Transport {
         if (err !== undefined) rejectPromise(err);
         else resolvePromise(resp as HttpResponse);
       };
-      const req = lib.request(request.url, {
+      const target = this.target(request.url);
+      const req = lib.request({
+        hostname: target.hostname,
+        port: target.port,
+        path: target.path,
         method: request.method,
         headers: { ...request.headers, "Content-Length": String(request.body.length) },
         agent: pool.agent,
@@ -119,6 +133,17 @@ export class HttpTransport implements Transport {
       });
       req.end(request.body);
     });
+  }
+
+  private target(url: string): Target {
+    let target = this.targets.get(url);
+    if (target === undefined) {
+      const u = new URL(url);
+      const hostname = u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname; // an IPv6 literal
+      target = { hostname, port: u.port, path: `${u.pathname}${u.search}` };
+      if (this.targets.size < TARGETS_MAX) this.targets.set(url, target);
+    }
+    return target;
   }
 
   /** Close every connection, ending requests still in flight (their batches are released, not lost). */

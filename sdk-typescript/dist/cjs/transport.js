@@ -48,6 +48,7 @@ const http = __importStar(require("node:http"));
 const https = __importStar(require("node:https"));
 const errors_js_1 = require("./errors.js");
 const MAX_RESPONSE_BYTES = 1024 * 1024;
+const TARGETS_MAX = 64; // a client's endpoints, their /readyz and the registry's paths: a handful
 /** HTTP/1.1 keep-alive through `node:http`/`node:https`, recycled after an age with jitter. */
 class HttpTransport {
     https;
@@ -56,6 +57,7 @@ class HttpTransport {
     ca;
     pool;
     closed = false;
+    targets = new Map();
     constructor(https, maxSockets, maxAgeMs, ca) {
         this.https = https;
         this.maxSockets = maxSockets;
@@ -100,7 +102,11 @@ class HttpTransport {
                 else
                     resolvePromise(resp);
             };
-            const req = lib.request(request.url, {
+            const target = this.target(request.url);
+            const req = lib.request({
+                hostname: target.hostname,
+                port: target.port,
+                path: target.path,
                 method: request.method,
                 headers: { ...request.headers, "Content-Length": String(request.body.length) },
                 agent: pool.agent,
@@ -131,6 +137,17 @@ class HttpTransport {
             });
             req.end(request.body);
         });
+    }
+    target(url) {
+        let target = this.targets.get(url);
+        if (target === undefined) {
+            const u = new URL(url);
+            const hostname = u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname; // an IPv6 literal
+            target = { hostname, port: u.port, path: `${u.pathname}${u.search}` };
+            if (this.targets.size < TARGETS_MAX)
+                this.targets.set(url, target);
+        }
+        return target;
     }
     /** Close every connection, ending requests still in flight (their batches are released, not lost). */
     close() {

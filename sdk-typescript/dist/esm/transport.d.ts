@@ -34,10 +34,12 @@ export declare class HttpTransport implements Transport {
     private readonly ca?;
     private pool;
     private closed;
+    private readonly targets;
     constructor(https: boolean, maxSockets: number, maxAgeMs: number, ca?: Buffer | undefined);
     private newPool;
     private current;
     send(request: HttpRequest, timeoutMs: number): Promise<HttpResponse>;
+    private target;
     /** Close every connection, ending requests still in flight (their batches are released, not lost). */
     close(): void;
 }

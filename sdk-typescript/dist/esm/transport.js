@@ -12,6 +12,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import { TransportError } from "./errors.js";
 const MAX_RESPONSE_BYTES = 1024 * 1024;
+const TARGETS_MAX = 64; // a client's endpoints, their /readyz and the registry's paths: a handful
 /** HTTP/1.1 keep-alive through `node:http`/`node:https`, recycled after an age with jitter. */
 export class HttpTransport {
     https;
@@ -20,6 +21,7 @@ export class HttpTransport {
     ca;
     pool;
     closed = false;
+    targets = new Map();
     constructor(https, maxSockets, maxAgeMs, ca) {
         this.https = https;
         this.maxSockets = maxSockets;
@@ -64,7 +66,11 @@ export class HttpTransport {
                 else
                     resolvePromise(resp);
             };
-            const req = lib.request(request.url, {
+            const target = this.target(request.url);
+            const req = lib.request({
+                hostname: target.hostname,
+                port: target.port,
+                path: target.path,
                 method: request.method,
                 headers: { ...request.headers, "Content-Length": String(request.body.length) },
                 agent: pool.agent,
@@ -95,6 +101,17 @@ export class HttpTransport {
             });
             req.end(request.body);
         });
+    }
+    target(url) {
+        let target = this.targets.get(url);
+        if (target === undefined) {
+            const u = new URL(url);
+            const hostname = u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname; // an IPv6 literal
+            target = { hostname, port: u.port, path: `${u.pathname}${u.search}` };
+            if (this.targets.size < TARGETS_MAX)
+                this.targets.set(url, target);
+        }
+        return target;
     }
     /** Close every connection, ending requests still in flight (their batches are released, not lost). */
     close() {
