@@ -53,13 +53,12 @@ class SchemaSource(Protocol):
 
 @dataclass(frozen=True)
 class Decoded:
-    """One record ready for subscribers: position, the event type it is of (events topics), value, the fields
-    filters read (`filters.fields_of(value)`), JSON body."""
+    """One record ready for subscribers: position, the event type it is of (events topics), the fields filters
+    read (`filters.fields_of` of its value), JSON body."""
 
     partition: int
     offset: int
     event_type: str | None
-    value: Any
     fields: Fields
     body: bytes
 
@@ -124,8 +123,7 @@ class RecordDecoder:
         if error is not None:
             doc["raw"] = base64.b64encode(raw).decode()
             doc["error"] = error
-        return Decoded(msg.partition() or 0, msg.offset() or 0, event_type, value, fields_of(value),
-                       _encoder.encode(doc))
+        return Decoded(msg.partition() or 0, msg.offset() or 0, event_type, fields_of(value), _encoder.encode(doc))
 
     def _avro(self, raw: bytes) -> tuple[WriterSchema, Any]:
         schema = self.schemas.get(schema_id_of(raw))
