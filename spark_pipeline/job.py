@@ -125,8 +125,9 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
         # A query's thread inherits the local properties set when it starts: its scheduler pool.
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", "live" if name in LIVE_QUERIES else "files")
         realtime = name in REALTIME_QUERIES or (name == "aggregates_live" and live_realtime)
-        # A real-time live query reads another topic than the micro-batch one: a checkpoint of its own.
-        folder = f"{name}_realtime" if realtime and name not in REALTIME_QUERIES else name
+        # A real-time live query reads another topic than the micro-batch one: a checkpoint of its own (`_v2`: since
+        # it drops the shared stream's repeats, a stateful operator the older checkpoints lack).
+        folder = f"{name}_realtime_v2" if realtime and name not in REALTIME_QUERIES else name
         if removed := clear_interrupted_first_batch(spark, join(out.checkpoints, folder)):
             log.warning("query %s: removed %s, left by its first batch's interrupted log write", name, removed)
         with query_conf(spark, query_settings(name, trigger, available_now)):
@@ -149,7 +150,8 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
             return streams()[2]
         # Real-time mode: the windows over the shared enriched stream (decoded, deduplicated, enriched once).
         start = "latest" if cfg.starting_offsets == "latest" else "earliest"
-        return aggregate.windowed_aggregates(shared.read_enriched(spark, cfg, start, realtime=True))
+        return aggregate.windowed_aggregates(shared.without_repeats(shared.read_enriched(spark, cfg, start,
+                                                                                         realtime=True)))
 
     def final() -> DataStreamWriter:
         return load.parquet_sink(streams()[2].withColumn("date", F.to_date("window_start")), out.aggregates_final,

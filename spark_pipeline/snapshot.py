@@ -35,6 +35,13 @@ class SchemaSnapshot:
         """Equal fingerprints mean the same decoder; a new version or subject changes it."""
         return tuple(sorted(self.writers)), self.bad_ids
 
+    def older_readers(self) -> list[str]:
+        """The subjects whose reader is not their newest version (a rule kept on the versions it started with)."""
+        newest: dict[str, int] = {}
+        for w in self.writers.values():
+            newest[w.subject] = max(newest.get(w.subject, 0), w.version)
+        return sorted(s for s, r in self.readers.items() if r.version < newest.get(s, 0))
+
 
 def subject_versions(client: RegistryClient, subject: str) -> list[WriterSchema]:
     """Every live version of `subject`; none when it (or a version) was deleted while we listed it."""

@@ -24,6 +24,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
 
+from spark_pipeline import shared
 from spark_pipeline.load import confluent_frame
 from spark_pipeline.metrics import observe_latency
 from spark_pipeline.rules import output
@@ -63,7 +64,12 @@ class AggregatePlan:
 
     @property
     def pack_id(self) -> str:
-        return hashlib.sha1(self.signature.encode()).hexdigest()[:10]
+        return hashlib.sha1(f"{STATE_LAYOUT}|{self.signature}".encode()).hexdigest()[:10]
+
+
+# Part of the pack id (and so of its checkpoint's folder): the packed query's stateful operators. Spark cannot
+# restore a checkpoint's state into other operators, so a change here starts the packs on new checkpoints.
+STATE_LAYOUT = "dedup+aggregate"
 
 
 def rule_key(rule: Rule) -> str:
@@ -251,7 +257,9 @@ def aggregated_records(base: DataFrame, plans: list[AggregatePlan]) -> DataFrame
     slots = plans[0].slots
     inputs = sum(sum(s.inputs) for s in slots)
     watermark = {WATERMARK_KEY: plans[0].delay_ms}
-    exploded = base.select(F.explode(elements).alias("e"), F.unix_millis("created_at").alias("created_ms"))
+    # The shared stream may repeat an event (its sink is at least once): counted once.
+    exploded = shared.without_repeats(base).select(F.explode(elements).alias("e"),
+                                                   F.unix_millis("created_at").alias("created_ms"))
     # Observed where the rows enter the aggregation: the latency up to here, and the rows each rule counts.
     counts = {key: F.col("e.rule") == F.lit(key) for key in (p.key for p in plans)}
     rows = observe_latency(exploded, F.col("created_ms"), counts).select(

@@ -109,6 +109,10 @@ class SparkLauncher:
             return Placement(MICROBATCH, "the real-time tier is off (HEADWATER_RULES_REALTIME=1 turns it on)"), None
         if reads := sorted(referenced_rules(rule.sql)):
             return Placement(MICROBATCH, f"reads the output of rule {reads[0]} (another topic)"), None
+        if older := snapshot.older_readers():  # the packs share one context: every type at its newest version
+            named = ", ".join(older[:3]) + (f" and {len(older) - 3} more" if len(older) > 3 else "")
+            return Placement(MICROBATCH, f"keeps the schema versions it started with ({named}): the shared "
+                                         "real-time views read each type's newest"), None
         ctx = self.context(snapshot)
         try:  # the sandbox gate over the realtime views (`analysed`: never spark.sql)
             df = analysed(ctx.session, rule.sql)

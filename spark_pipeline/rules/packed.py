@@ -77,6 +77,10 @@ def packed_records(base: DataFrame, members: list[Member]) -> DataFrame:
     return observe_latency(rows, F.col("created_ms"), counts).select("r.topic", "r.key", "r.value")
 
 
+class StalePlan(RuntimeError):
+    """A member planned over schema views the pack's query no longer reads (a newer context's rules run)."""
+
+
 class Pack:
     """One packed query and its members; restarts it (in a thread of its own) when the members change."""
 
@@ -87,6 +91,7 @@ class Pack:
         self._members: dict[str, Member] = {}
         self._lock = threading.RLock()
         self._query: Any = None
+        self._running: frozenset[str] = frozenset()  # the members in `_query` (or whose start failed)
         self._error: object | None = None
         self._pending = False
         self._changed = threading.Event()
@@ -103,7 +108,8 @@ class Pack:
 
     def remove(self, name: str) -> None:
         with self._lock:
-            if self._members.pop(name, None) is not None:
+            # A member the query does not run (left out, or not started yet) needs no restart to leave.
+            if self._members.pop(name, None) is not None and name in self._running:
                 self._touch()
 
     def members(self) -> list[Member]:
@@ -147,6 +153,7 @@ class Pack:
                           str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__)
         with self._lock:
             self._query, self._error = query, error
+            self._running = frozenset(m.rule.name for m in current)
             self._pending = self._changed.is_set()
 
     def query(self) -> Any:
@@ -160,6 +167,10 @@ class Pack:
                 return False, None
             if self._pending:
                 return True, None
+            if name not in self._running:  # left out: planned in an older context than the query's members
+                return False, StalePlan(
+                    f"rule {name} was planned over schema versions that the shared real-time query {self.name} no "
+                    "longer reads (the rules planned over newer ones run in it); it is retried over the newest")
             q = self._query
             if q is None:
                 return False, self._error

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql.types import StructType
 
 from spark_pipeline.rules.model import Rule
-from spark_pipeline.rules.packed import Member, Pack
+from spark_pipeline.rules.packed import Member, Pack, StalePlan
 
 pytestmark = pytest.mark.unit
 
@@ -130,11 +130,20 @@ def test_a_query_that_cannot_start_fails_its_members(pack: Pack, starter: Starte
     assert a.exception() is starter.fail_with
 
 
-def test_only_the_newest_context_runs(pack: Pack, starter: Starter) -> None:
-    pack.add(member("old", context=1))
-    pack.add(member("new", context=2))
+def test_only_the_newest_context_runs_and_the_members_left_out_say_so(pack: Pack, starter: Starter) -> None:
+    old, new = pack.add(member("old", context=1)), pack.add(member("new", context=2))
     starter.wait(lambda: len(starter.started) == 1)
     assert starter.started[0].members == ["new"]
+    wait_until(lambda: pack.query() is starter.started[0])
+    assert new.isActive and not old.isActive  # never "running" while its rows are not evaluated
+    err = old.exception()
+    assert isinstance(err, StalePlan) and "rule old was planned over schema versions" in str(err)
+    old.stop()  # the manager fails and retries it: leaving needs no restart of the query that never ran it
+    time.sleep(0.3)
+    assert len(starter.started) == 1 and new.isActive
+    pack.add(member("old", context=2))  # the retry, planned over the newest views, joins
+    starter.wait(lambda: len(starter.started) == 2)
+    assert starter.started[1].members == ["new", "old"]
 
 
 def test_close_stops_the_query(starter: Starter) -> None:

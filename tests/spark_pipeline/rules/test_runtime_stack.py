@@ -247,13 +247,17 @@ def wait_converged(p: Pipeline, rule: Rule, what: str) -> None:
         raise AssertionError(f"{exc}; windows (got, sent) that differ: {diff}; {enriched_repeats(p)}") from None
 
 
-def enriched_repeats(p: Pipeline) -> str:
-    """How many of the sender's events the shared enriched topic holds more than once (it is keyed by event_id)."""
+def enriched_keys(p: Pipeline) -> Counter[str]:
+    """How many times the shared enriched topic holds each of the sender's events (it is keyed by event_id)."""
     mine = {i for i, _, _ in p.sender.sent}
-    keys = Counter(k.decode() for m in consume_all(p.cfg.bootstrap, p.cfg.enriched_topic, "read_uncommitted")
+    return Counter(k.decode() for m in consume_all(p.cfg.bootstrap, p.cfg.enriched_topic, "read_uncommitted")
                    if (k := m.key()) is not None and k.decode() in mine)
-    repeated = {k: n for k, n in keys.items() if n > 1}
-    return f"the enriched topic holds {len(keys)} of the {len(mine)} events sent, {len(repeated)} of them repeated"
+
+
+def enriched_repeats(p: Pipeline) -> str:
+    keys = enriched_keys(p)
+    repeated = sum(1 for n in keys.values() if n > 1)
+    return f"the enriched topic holds {len(keys)} of the {len(p.sender.sent)} events sent, {repeated} of them repeated"
 
 
 @pytest.mark.timeout(1200)
@@ -288,6 +292,27 @@ def test_a_rule_applied_while_events_flow_equals_an_independent_count(pipeline: 
 
 
 @pytest.mark.timeout(600)
+def test_events_the_shared_stream_repeats_are_counted_once(pipeline: Pipeline, counts: Rule) -> None:
+    """The `enriched` query's Kafka sink is at least once (a batch replayed after a restart writes its records
+    again): here five of the sender's records are written to the internal topic a second time, verbatim, and the
+    rule's counts must not move."""
+    from confluent_kafka import Producer
+
+    p = pipeline
+    wait_converged(p, counts, "the rule's output before the repeats")
+    mine = {i for i, _, _ in p.sender.sent}
+    records = [m for m in consume_all(p.cfg.bootstrap, p.cfg.enriched_topic, "read_uncommitted")
+               if (k := m.key()) is not None and k.decode() in mine][:5]
+    assert len(records) == 5
+    producer = Producer({"bootstrap.servers": p.cfg.bootstrap, "enable.idempotence": True})
+    for m in records:
+        producer.produce(p.cfg.enriched_topic, key=m.key(), value=m.value())
+    assert producer.flush(30) == 0
+    p.sender.send(3)  # and fresh events after them
+    wait_converged(p, counts, "the rule's output, the repeats counted once")
+    assert sum(1 for n in enriched_keys(p).values() if n > 1) >= 5  # the repeats are there, counted once
+
+
 def test_a_rule_replaced_then_deleted_while_running(pipeline: Pipeline) -> None:
     p, name = pipeline, f"route_{suffix()}"
     first = p.apply(name, f"SELECT event_id, event_type FROM events WHERE producer_id = '{p.sender.producer_id}'")
@@ -426,11 +451,6 @@ def test_a_schema_version_added_while_a_rule_runs(pipeline: Pipeline) -> None:
 
 
 @pytest.mark.timeout(1200)
-@pytest.mark.xfail(strict=False, reason="known bug, issue 27: the built-in `enriched` query's Kafka sink is at least "
-                   "once (a replayed batch re-sends its records: 5 of 117 events twice after the earlier checks' "
-                   "restarts) and the rules reading the shared enriched stream do not deduplicate by event_id, so "
-                   "this windowed count over-counts (15 for 12 sent). Runs and reports here; does not gate "
-                   "`make test` until fixed")
 def test_the_pipeline_restarted_with_rules_in_place_resumes_them(pipeline: Pipeline, counts: Rule) -> None:
     p = pipeline
     wait_converged(p, counts, "the rule's output before the restart")

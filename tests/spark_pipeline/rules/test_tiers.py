@@ -105,6 +105,24 @@ def test_the_others_go_to_the_microbatch_tier_with_the_reason(launcher: SparkLau
     assert reason in placement.reason and "\n" not in placement.reason
 
 
+def test_a_rule_kept_on_older_schema_versions_runs_in_micro_batches(launcher: SparkLauncher) -> None:
+    """The packs share one set of views, of every type's newest version: a rule kept on the versions it started
+    with (the manager does that when the newest would change its output columns) cannot join them."""
+    from dataclasses import replace
+
+    from spark_pipeline.snapshot import SchemaSnapshot
+    from tests.spark_pipeline.frames import catalog_snapshot
+
+    snapshot = catalog_snapshot()[0]
+    subject, reader = sorted(snapshot.readers.items())[0]
+    newer = replace(reader, schema_id=max(snapshot.writers) + 1, version=reader.version + 1)
+    kept = SchemaSnapshot({**snapshot.writers, newer.schema_id: newer}, snapshot.readers, snapshot.bad_ids)
+    assert kept.older_readers() == [subject] and snapshot.older_readers() == []
+    placement, df = launcher.place(rule("kept", REALTIME["route"]), kept)
+    assert (placement.tier, df) == ("microbatch", None)
+    assert f"keeps the schema versions it started with ({subject})" in placement.reason
+
+
 # -- the packed forms compute what the rules compute --------------------------------------------------------------
 
 
