@@ -1,5 +1,9 @@
 """Watches the running streaming queries: ends the run, or asks for a schema refresh on unknown schema ids.
 
+A real-time query that could not get its task slots at once (CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT: seen when two
+real-time queries start at the same moment) raises SlotShortage, which the run answers by starting the queries
+again from their checkpoints, a bounded number of times.
+
 A batch that meets a schema id the decoder's snapshot lacks fails on purpose (`decode.py`, strict mode, with
 Spark's `raise_error`). The failure is recognised structurally: somewhere in the exception's cause chain is a
 Spark error of condition USER_RAISED_EXCEPTION whose `errorMessage` parameter is exactly
@@ -18,7 +22,16 @@ from spark_pipeline.snapshot import SchemaSnapshot
 
 log = logging.getLogger("spark_pipeline.supervisor")
 USER_RAISED = "USER_RAISED_EXCEPTION"
+SLOT_SHORTAGE = "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT"
 MAX_CAUSES = 32
+
+
+class SlotShortage(Exception):
+    """Query `query` failed for want of task slots at its start (`error`: Spark's exception); the others stopped."""
+
+    def __init__(self, query: str, error: BaseException) -> None:
+        super().__init__(f"query {query} could not get its task slots: {str(error).splitlines()[0][:300]}")
+        self.query, self.error = query, error
 
 
 class Query(Protocol):
@@ -30,6 +43,18 @@ class Query(Protocol):
     def isActive(self) -> bool: ...
     def exception(self) -> Any: ...
     def stop(self) -> None: ...
+
+
+def conditions(error: object) -> set[str]:
+    """The error conditions (`getCondition()`) anywhere in `error`'s cause chain."""
+    found: set[str] = set()
+    seen = 0
+    while error is not None and seen < MAX_CAUSES:
+        seen += 1
+        if condition := getattr(error, "getCondition", lambda: None)():
+            found.add(str(condition))
+        error = getattr(error, "_cause", None)
+    return found
 
 
 def unknown_schema_ids(error: object) -> set[int]:
@@ -74,6 +99,8 @@ def supervise(queries: Sequence[Query], take_snapshot: Callable[[], SchemaSnapsh
             if exc is not None:
                 stop_all(queries)
                 ids = unknown_schema_ids(exc)
+                if not ids and SLOT_SHORTAGE in conditions(exc):
+                    raise SlotShortage(str(q.name), exc)
                 if not ids:
                     raise exc
                 log.warning("query %s met unknown schema ids %s: refreshing the registry snapshot", q.name, ids)

@@ -9,8 +9,8 @@ import pytest
 
 from spark_pipeline.decode import UNKNOWN_ID_MARKER
 from spark_pipeline.snapshot import SchemaSnapshot
+from spark_pipeline.supervisor import SLOT_SHORTAGE, SlotShortage, unknown_schema_ids
 from spark_pipeline.supervisor import supervise as supervise_queries
-from spark_pipeline.supervisor import unknown_schema_ids
 
 pytestmark = pytest.mark.unit
 
@@ -95,3 +95,16 @@ def test_ids_are_read_from_every_error_of_the_cause_chain() -> None:
     outer._cause = FakeSparkError("USER_RAISED_EXCEPTION", {"errorMessage": f"{UNKNOWN_ID_MARKER}7"}, outer._cause)
     assert unknown_schema_ids(outer) == {42, 7}
     assert unknown_schema_ids(FakeSparkError("USER_RAISED_EXCEPTION", {"errorMessage": "boom"})) == set()
+
+
+def test_a_query_short_of_task_slots_asks_for_a_restart_and_stops_the_others() -> None:
+    """Two real-time queries starting together can find no free slots for one of them (seen in `make
+    bench-rules`): that is Spark's CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT anywhere in the chain, not the text."""
+    short = FakeSparkError("STREAM_FAILED", {"id": "q"}, FakeSparkError(SLOT_SHORTAGE, {"needed": "3"}))
+    other = FakeQuery("enriched", active_looks=5)
+    with pytest.raises(SlotShortage) as raised:
+        supervise(other, FakeQuery("aggregates_live", 0, error=short))
+    assert raised.value.query == "aggregates_live" and raised.value.error is short and other.stopped
+    worded = FakeSparkError("STREAM_FAILED", {"message": SLOT_SHORTAGE})  # the words alone are not the condition
+    with pytest.raises(FakeSparkError):
+        supervise(FakeQuery("aggregates_live", 0, error=worded))
