@@ -13,6 +13,7 @@ Spark error of condition USER_RAISED_EXCEPTION whose `errorMessage` parameter is
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -24,6 +25,7 @@ log = logging.getLogger("spark_pipeline.supervisor")
 USER_RAISED = "USER_RAISED_EXCEPTION"
 SLOT_SHORTAGE = "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT"
 MAX_CAUSES = 32
+_TAGGED = re.compile(r"(?:[\w.$]+: )?\[([A-Z][A-Z0-9_]*)\] ")
 
 
 class SlotShortage(Exception):
@@ -46,13 +48,17 @@ class Query(Protocol):
 
 
 def conditions(error: object) -> set[str]:
-    """The error conditions (`getCondition()`) anywhere in `error`'s cause chain."""
+    """The error conditions anywhere in `error`'s cause chain: `getCondition()`, or the `[CONDITION]` a message
+    opens with (after the Java class name), since some of Spark's errors carry it only there (the scheduler's
+    CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT reaches pyspark with `getCondition()` None)."""
     found: set[str] = set()
     seen = 0
     while error is not None and seen < MAX_CAUSES:
         seen += 1
         if condition := getattr(error, "getCondition", lambda: None)():
             found.add(str(condition))
+        if tagged := _TAGGED.match(str(error)):
+            found.add(tagged.group(1))
         error = getattr(error, "_cause", None)
     return found
 

@@ -105,6 +105,12 @@ def test_a_query_short_of_task_slots_asks_for_a_restart_and_stops_the_others() -
     with pytest.raises(SlotShortage) as raised:
         supervise(other, FakeQuery("aggregates_live", 0, error=short))
     assert raised.value.query == "aggregates_live" and raised.value.error is short and other.stopped
-    worded = FakeSparkError("STREAM_FAILED", {"message": SLOT_SHORTAGE})  # the words alone are not the condition
+    # As pyspark shows it: no condition, only the message of the Java exception in the chain opens with it.
+    java = FakeSparkError(None, None)
+    java.args = (f"org.apache.spark.SparkException: [{SLOT_SHORTAGE}] Cannot run the pipelined stage group",)
+    tagged = FakeSparkError(None, None, java)
+    with pytest.raises(SlotShortage):
+        supervise(FakeQuery("aggregates_live", 0, error=tagged))
+    worded = FakeSparkError("STREAM_FAILED", {"message": f"not {SLOT_SHORTAGE}"})  # named inside: not the cause
     with pytest.raises(FakeSparkError):
         supervise(FakeQuery("aggregates_live", 0, error=worded))
