@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.rules import cost, latency
-from bench.rules.common import Running, new_topic
+from bench.rules.common import Running, log, new_topic
 from bench.spark.generate import Encoder, register_catalog
 from common.envfile import read_env, stack_env_file
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules.store import RuleStore
 from spark_pipeline.session import build_session
 
+RULE_PREFIX = "bench_"  # every rule the bench applies (latency.py, cost.py)
 GOALS_MS = {"filter": 1000, "routing": 1000, "projection": 1000, "aggregation": 2000, "builtin_10s_aggregate": 1000}
 
 
@@ -92,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["HEADWATER_RULE_STARTING_OFFSETS"] = "latest"
     spark = build_session("headwater-bench-rules")
     store = RuleStore(base.bootstrap)
+    # A run stopped before its end (Ctrl-C, a timeout) leaves its rules in the stack's rules topic, where every
+    # later pipeline would start them: the bench's own names (`bench_`) are removed first.
+    if leftovers := sorted(n for n in store.latest_rules() if n.startswith(RULE_PREFIX)):
+        for name in leftovers:
+            store.delete(name)
+        log.warning("removed %d rules a stopped bench run left: %s", len(leftovers), ", ".join(leftovers[:5]))
     load_before = os.getloadavg()
     out: dict[str, Any] = {"bench": "rules", "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
                            "live_mode": args.live_mode, "realtime_batch": args.realtime_batch,
