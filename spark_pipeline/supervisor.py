@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from spark_pipeline.decode import UNKNOWN_ID_MARKER
@@ -47,19 +47,26 @@ class Query(Protocol):
     def stop(self) -> None: ...
 
 
+def causes(error: object) -> Iterator[object]:
+    """`error` and its cause chain (pyspark CapturedException: the converted Java cause in `_cause`), at most
+    MAX_CAUSES deep."""
+    for _ in range(MAX_CAUSES):
+        if error is None:
+            return
+        yield error
+        error = getattr(error, "_cause", None)
+
+
 def conditions(error: object) -> set[str]:
     """The error conditions anywhere in `error`'s cause chain: `getCondition()`, or the `[CONDITION]` a message
     opens with (after the Java class name), since some of Spark's errors carry it only there (the scheduler's
     CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT reaches pyspark with `getCondition()` None)."""
     found: set[str] = set()
-    seen = 0
-    while error is not None and seen < MAX_CAUSES:
-        seen += 1
-        if condition := getattr(error, "getCondition", lambda: None)():
+    for cause in causes(error):
+        if condition := getattr(cause, "getCondition", lambda: None)():
             found.add(str(condition))
-        if tagged := _TAGGED.match(str(error)):
+        if tagged := _TAGGED.match(str(cause)):
             found.add(tagged.group(1))
-        error = getattr(error, "_cause", None)
     return found
 
 
@@ -67,17 +74,13 @@ def unknown_schema_ids(error: object) -> set[int]:
     """The schema ids of the UNKNOWN_SCHEMA_ID errors in `error`'s cause chain (pyspark CapturedException:
     `getCondition()`, `getMessageParameters()`, the converted Java cause in `_cause`)."""
     ids: set[int] = set()
-    seen = 0
-    while error is not None and seen < MAX_CAUSES:
-        seen += 1
-        condition = getattr(error, "getCondition", lambda: None)()
-        if condition == USER_RAISED:
-            params: dict[str, str] = getattr(error, "getMessageParameters", dict)() or {}
+    for cause in causes(error):
+        if getattr(cause, "getCondition", lambda: None)() == USER_RAISED:
+            params: dict[str, str] = getattr(cause, "getMessageParameters", dict)() or {}
             message = str(params.get("errorMessage", ""))
             number = message.removeprefix(UNKNOWN_ID_MARKER)
             if message.startswith(UNKNOWN_ID_MARKER) and number.isdigit():
                 ids.add(int(number))
-        error = getattr(error, "_cause", None)
     return ids
 
 
