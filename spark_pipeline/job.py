@@ -214,8 +214,7 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
             try:
                 unknown = supervise(queries, partial(take_snapshot, registry, cfg.subject_prefix, snapshot.bad_ids),
                                     snapshot, cfg.registry_poll_s, available_now)
-            except SlotShortage as short:
-                stop_all(queries)
+            except SlotShortage as short:  # supervise stopped the queries
                 shortages = 1 if time.monotonic() - started_at > SLOT_RETRY_WINDOW_S else shortages + 1
                 if shortages > MAX_SLOT_RETRIES:
                     raise short.error from None
