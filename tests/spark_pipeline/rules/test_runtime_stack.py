@@ -6,6 +6,7 @@ serves the checks in order (it is restarted by the last one)."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import urllib.request
@@ -110,6 +111,7 @@ class Pipeline:
     sender: Sender
     thread: threading.Thread | None = None
     errors: list[BaseException] = field(default_factory=list)
+    log_file: Path | None = None
 
     def start(self) -> None:
         def run() -> None:
@@ -132,13 +134,35 @@ class Pipeline:
     def rule_queries(self) -> list[str]:
         return sorted(self.rule_query_objects())
 
+    def describe(self, name: str) -> str:
+        """What a failed wait reports: the manager's slot and the pack of rule `name`, and the pipeline log's tail
+        (the checks run for minutes on a loaded CI host: the log says which step the rule stopped at)."""
+        managers = runtime.running()
+        if not managers:
+            return "no rule manager runs"
+        manager = managers[-1]
+        slot = manager.slots.get(name)
+        lines = [f"slot: {None if slot is None else (slot.state, slot.error, slot.tier, slot.retry_at)}",
+                 f"query objects: {sorted(self.rule_query_objects())}"]
+        if isinstance(manager, runtime.PipelineRules):
+            launcher = manager.spark_launcher
+            for pack in [launcher.pack, *launcher.aggregate_packs.values()]:
+                q = pack.query()
+                lines.append(f"pack {pack.name}: members {sorted(m.rule.name for m in pack.members())}, running "
+                             f"{sorted(pack._running)}, pending {pack._pending}, error {pack._error!r:.300}, query "
+                             f"{None if q is None else (q.runId, q.isActive)}")
+        if self.log_file is not None and self.log_file.exists():
+            lines += ["pipeline log (last 60 lines):",
+                      *self.log_file.read_text(encoding="utf-8", errors="replace").splitlines()[-60:]]
+        return "\n".join(lines)
+
     def stop(self) -> None:
         for q in self.spark.streams.active:
             if not str(q.name).startswith("rule."):
                 q.stop()
         assert self.thread is not None
         self.thread.join(120)
-        assert not self.thread.is_alive() and not self.errors, self.errors
+        assert not self.thread.is_alive() and not self.errors, f"{self.errors}\n{self.describe('')}"
         assert runtime.running() == []  # the manager stopped with the pipeline
 
     def apply(self, name: str, sql: str) -> Rule:
@@ -171,7 +195,7 @@ class Pipeline:
         try:
             return wait_for(f"rule {name} {state}", check)  # type: ignore[no-any-return]
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; its last status: {seen[0]}") from None
+            raise AssertionError(f"{exc}; its last status: {seen[0]}\n{self.describe(name)}") from None
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +207,12 @@ def pipeline(spark: SparkSession, stack_env: dict[str, str], tmp_path_factory: p
     starts = end_offsets(bootstrap, EVENTS_TOPIC)
     offsets = json.dumps({EVENTS_TOPIC: {str(p): o for p, o in starts.items()}})
     out = tmp_path_factory.mktemp("rules-pipeline")
+    handler = logging.FileHandler(out / "pipeline.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"))
+    logger = logging.getLogger("spark_pipeline")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
     cfg = PipelineConfig(bootstrap=bootstrap, registry_url=registry_url, events_topic=EVENTS_TOPIC,
                          aggregates_topic=new_topic(bootstrap, "test.rules.aggregates"), output_dir=str(out),
                          lateness="10 minutes", registry_poll_s=3, starting_offsets=offsets,
@@ -192,7 +222,8 @@ def pipeline(spark: SparkSession, stack_env: dict[str, str], tmp_path_factory: p
         for key, value in {"HEADWATER_RULE_STARTING_OFFSETS": "earliest", "HEADWATER_RULE_BACKOFF_S": "3",
                            "HEADWATER_RULE_BACKOFF_MAX_S": "30", "HEADWATER_RULE_STATUS_S": "1"}.items():
             mp.setenv(key, value)
-        p = Pipeline(spark, cfg, stack_env, RuleStore(bootstrap), Sender(stack_env, out / "spool"))
+        p = Pipeline(spark, cfg, stack_env, RuleStore(bootstrap), Sender(stack_env, out / "spool"),
+                     log_file=out / "pipeline.log")
         p.start()
         try:
             yield p
@@ -203,6 +234,9 @@ def pipeline(spark: SparkSession, stack_env: dict[str, str], tmp_path_factory: p
             if p.thread is not None and p.thread.is_alive():
                 p.stop()
             p.sender.client.close(30)
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            handler.close()
 
 
 def batch_id(query: Any) -> int:
@@ -244,7 +278,8 @@ def wait_converged(p: Pipeline, rule: Rule, what: str) -> None:
         got = window_counts(latest_by_key(p.cfg.bootstrap, p.cfg.registry_url, rule.topic))
         want = p.sender.minute_counts()
         diff = {k: (got.get(k), want.get(k)) for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)}
-        raise AssertionError(f"{exc}; windows (got, sent) that differ: {diff}; {enriched_repeats(p)}") from None
+        raise AssertionError(f"{exc}; windows (got, sent) that differ: {diff}; {enriched_repeats(p)}\n"
+                             f"{p.describe(rule.name)}") from None
 
 
 def enriched_keys(p: Pipeline) -> Counter[str]:
@@ -439,7 +474,10 @@ def test_a_schema_version_added_while_a_rule_runs(pipeline: Pipeline) -> None:
         q = p.rule_query_objects().get(f"rule.{name}.v{rule.version}")
         return q is not None and q.runId != run_id
 
-    wait_for("the rule restarted from its checkpoint for the new version", restarted)
+    try:
+        wait_for("the rule restarted from its checkpoint for the new version", restarted)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; run {run_id}; status {p.status(name)}\n{p.describe(name)}") from None
 
     def both() -> set[str] | None:
         got = {str(r["event_id"]) for r in latest_by_key(p.cfg.bootstrap, p.cfg.registry_url, rule.topic).values()}
