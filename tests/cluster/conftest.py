@@ -28,9 +28,11 @@ CLUSTER_GATEWAY_ENV = {
 }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, dict[str, str]]]:
-    """The running profile and its stack.env; a machine without HAProxy fails here (`make setup-haproxy`)."""
+    """The running profile and its stack.env, up for this folder's tests only (package scope: its five JVMs and
+    services would otherwise idle through the rest of the session); a machine without HAProxy fails here
+    (`make setup-haproxy`)."""
     HAProxy.binary()
     # tests/cluster/spark_fault.py starts its own Spark
     topology = replace(CLUSTER, console=False, spark=False, secure=False)

@@ -12,7 +12,7 @@ from stack.launcher import Stack
 from tests.support.stack import private_stack_config
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # torn down after this folder: it would idle through the session
 def incident_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The endpoints of the private stack, plus ENV_FILE: the path of its stack.env."""
     cfg = replace(private_stack_config(tmp_path_factory.mktemp("incident-stack"), partitions=2, heap_mb=512),

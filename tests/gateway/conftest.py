@@ -20,7 +20,7 @@ FAULT_GATEWAY_ENV = {
 }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # torn down after this folder: it would idle through the session
 def fault_stack(tmp_path_factory: pytest.TempPathFactory,
                 stack_env: dict[str, str]) -> Iterator[tuple[Stack, dict[str, str]]]:
     # `stack_env` first: the session stack must be up before this fixture changes the environment below.

@@ -9,7 +9,7 @@ import pytest
 from tests.security.broker import SecureKafka, start, stop
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # torn down after this folder: it would idle through the session
 def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
     kafka = start(tmp_path_factory.mktemp("secure-kafka"))
     try:
