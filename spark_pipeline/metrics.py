@@ -176,10 +176,11 @@ class Sampler:
         self.metrics, self.collect, self.interval_s = metrics, collect, interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="headwater-metrics", daemon=True)
+        self._server: Any = None
 
     def start(self, port: int | None = None) -> Sampler:
         if port:
-            start_http_server(port, registry=self.metrics.registry)
+            self._server, _ = start_http_server(port, registry=self.metrics.registry)
             log.info("pipeline metrics on :%d/metrics", port)
         self._thread.start()
         return self
@@ -192,4 +193,9 @@ class Sampler:
                 log.warning("metrics sample failed: %s", exc)
 
     def stop(self) -> None:
+        """Stop sampling and release the port (a job run again in the same process serves its own figures)."""
         self._stop.set()
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()

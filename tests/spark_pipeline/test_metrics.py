@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import urllib.request
 import uuid
 from typing import Any
 
 import pytest
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
-from spark_pipeline.metrics import LATENCY_METRICS, figures
+from spark_pipeline.metrics import LATENCY_METRICS, PipelineMetrics, Sampler, figures
 from spark_pipeline.rules.progress import as_dict, health
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.unit
 
@@ -70,3 +72,20 @@ def test_a_rules_health_from_a_pyspark_4_report() -> None:
     h = health(report({"rows": 0}), Watermarks({0: 40, 1: 52}))
     assert (h.batch_id, h.input_rows, h.rows_per_s, h.lag, h.state_rows) == (7, 90, 45.0, 2, 12)
     assert h.last_batch_at == 1795683600000
+
+
+def test_a_stopped_sampler_releases_its_port_for_the_next_run() -> None:
+    """`job.run` again in the same process (the rule runtime's restart test does) serves its own figures: the
+    first run's endpoint must not keep the port (it answered with the stopped run's figures)."""
+    port = free_port()
+    for restarts in (1, 2):
+        sampler = Sampler(PipelineMetrics(), lambda m: None, interval_s=60).start(port)
+        try:
+            sampler.metrics.set_query("enriched", True, None, restarts)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+                body = resp.read().decode()
+            assert f'headwater_query_restarts{{query="enriched"}} {float(restarts)}' in body
+        finally:
+            sampler.stop()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5)
