@@ -34,7 +34,7 @@ from spark_pipeline.metrics import PipelineMetrics, Sampler, figures
 from spark_pipeline.rules import runtime
 from spark_pipeline.session import NO_DATA_BATCHES, build_session, query_conf
 from spark_pipeline.snapshot import SchemaSnapshot, take_snapshot
-from spark_pipeline.supervisor import SlotShortage, stop_all, supervise
+from spark_pipeline.supervisor import SlotRetries, SlotShortage, stop_all, supervise
 
 log = logging.getLogger("spark_pipeline")
 
@@ -91,9 +91,6 @@ LIVE_QUERIES = ("aggregates_live", "console", "enriched")
 REALTIME_QUERIES = ("enriched",)
 FILE_QUERIES = ("events", "deadletter", "aggregates_final", "loss_audit")
 QUERY_GROUPS = {"all": LIVE_QUERIES + FILE_QUERIES, "live": LIVE_QUERIES, "files": FILE_QUERIES}
-# A query failing for want of task slots (supervisor.SlotShortage) restarts the queries, at most this many times
-# in a row (failures more than the window apart are not in a row), each after the delay.
-MAX_SLOT_RETRIES, SLOT_RETRY_WINDOW_S, SLOT_RETRY_DELAY_S = 3, 120.0, 5.0
 
 
 def query_settings(name: str, trigger: str, available_now: bool) -> dict[str, str]:
@@ -200,7 +197,7 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
     running: list[StreamingQuery] = []
     restarts = [0]
     sampler = None if available_now else start_metrics(cfg, lambda: (running, restarts[0]))
-    shortages = 0
+    slot_retries = SlotRetries()  # a query refused its task slots: when to start the queries again
     try:
         while True:
             snapshot = take_snapshot(registry, cfg.subject_prefix, bad)
@@ -215,13 +212,13 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
                 unknown = supervise(queries, partial(take_snapshot, registry, cfg.subject_prefix, snapshot.bad_ids),
                                     snapshot, cfg.registry_poll_s, available_now)
             except SlotShortage as short:  # supervise stopped the queries
-                shortages = 1 if time.monotonic() - started_at > SLOT_RETRY_WINDOW_S else shortages + 1
-                if shortages > MAX_SLOT_RETRIES:
+                delay = slot_retries.next_delay(time.monotonic() - started_at)
+                if delay is None:
                     raise short.error from None
-                log.warning("%s: starting the queries again from their checkpoints (%d of %d)", short, shortages,
-                            MAX_SLOT_RETRIES)
+                log.warning("%s: starting the queries again from their checkpoints in %.0f s (%d of %d)", short,
+                            delay, slot_retries.count, len(SlotRetries.DELAYS_S))
                 restarts[0] += 1
-                time.sleep(SLOT_RETRY_DELAY_S)
+                time.sleep(delay)
                 continue
             except BaseException:
                 stop_all(queries)

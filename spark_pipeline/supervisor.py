@@ -36,6 +36,24 @@ class SlotShortage(Exception):
         self.query, self.error = query, error
 
 
+class SlotRetries:
+    """When the queries start again after a SlotShortage: 5, 10, 20, 30 and 30 s later (refusals in a row: a start
+    that ran longer than `window_s` before it was refused begins a new row), then never (the job fails). The rule
+    packs restart beside the built-in queries on every schema change; their slots free within seconds, so about
+    1.5 minutes of refusals in a row means too few cores, not a collision."""
+
+    DELAYS_S = (5.0, 10.0, 20.0, 30.0, 30.0)
+
+    def __init__(self, window_s: float = 120.0) -> None:
+        self.window_s = window_s
+        self.count = 0
+
+    def next_delay(self, ran_s: float) -> float | None:
+        """The wait before the next start, after a start that ran `ran_s` seconds; None: give up."""
+        self.count = 1 if ran_s > self.window_s else self.count + 1
+        return self.DELAYS_S[self.count - 1] if self.count <= len(self.DELAYS_S) else None
+
+
 class Query(Protocol):
     """What the supervisor uses of a pyspark StreamingQuery (a seam for unit tests)."""
 

@@ -9,7 +9,7 @@ import pytest
 
 from spark_pipeline.decode import UNKNOWN_ID_MARKER
 from spark_pipeline.snapshot import SchemaSnapshot
-from spark_pipeline.supervisor import SLOT_SHORTAGE, SlotShortage, unknown_schema_ids
+from spark_pipeline.supervisor import SLOT_SHORTAGE, SlotRetries, SlotShortage, unknown_schema_ids
 from spark_pipeline.supervisor import supervise as supervise_queries
 
 pytestmark = pytest.mark.unit
@@ -114,3 +114,13 @@ def test_a_query_short_of_task_slots_asks_for_a_restart_and_stops_the_others() -
     worded = FakeSparkError("STREAM_FAILED", {"message": f"not {SLOT_SHORTAGE}"})  # named inside: not the cause
     with pytest.raises(FakeSparkError):
         supervise(FakeQuery("aggregates_live", 0, error=worded))
+
+
+def test_refused_starts_wait_longer_each_time_in_a_row_then_give_up() -> None:
+    """A schema change restarts the rule packs beside the built-in queries: refusals in a row wait 5, 10, 20, 30
+    and 30 s (their slots free meanwhile), then the job fails; a start that ran past the window begins a new row."""
+    retries = SlotRetries(window_s=120.0)
+    assert [retries.next_delay(1.0) for _ in range(6)] == [5.0, 10.0, 20.0, 30.0, 30.0, None]
+    retries = SlotRetries(window_s=120.0)
+    assert [retries.next_delay(1.0), retries.next_delay(1.0), retries.next_delay(500.0)] == [5.0, 10.0, 5.0]
+    assert retries.count == 1
