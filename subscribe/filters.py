@@ -35,7 +35,7 @@ Key = tuple[str, Any]
 Fields = dict[str, Any]  # dotted path -> str, int, float, bool or None
 
 
-def _key(value: Any) -> Key | None:
+def comparison_key(value: Any) -> Key | None:
     """The comparison key of a scalar (type tag, value), or None for what never matches."""
     if value is None:
         return ("z", None)
@@ -86,7 +86,7 @@ class Filter:
         """Whether a record matches, given its `fields_of`."""
         for path, allowed in self.clauses:
             v = fields.get(path, _MISSING)
-            if v is _MISSING or _key(v) not in allowed:
+            if v is _MISSING or comparison_key(v) not in allowed:
                 return False
         return True
 
@@ -123,7 +123,7 @@ def parse_filter(raw: str | None) -> Filter | None:
             raise _bad(f"field {field[:80]!r}: 1 to {MAX_VALUES} values")
         keys = set()
         for v in values:
-            k = _key(v)
+            k = comparison_key(v)
             if k is None or (isinstance(v, str) and len(v) > MAX_VALUE_CHARS):
                 raise _bad(f"field {field[:80]!r}: values must be strings (at most {MAX_VALUE_CHARS} characters), "
                            "numbers, booleans or null")

@@ -10,6 +10,11 @@ every partition, it skips what it already sent and its ids are max(own, R(seq)),
 
 Bounded by bytes (`capacity`): the oldest frames are dropped; a subscriber whose index falls off the start has
 fallen too far behind and is cut off (subscriber.py), and resumes from the log. Runs on the event loop only.
+
+Filters (equality only, filters.py) read through an index of the frames being sent by the value of one field:
+built once per range of frames and field path, it is shared by every subscriber that filters on that path, so
+a thousand subscribers each following one node cost a dictionary lookup each per push, not a match per record
+each.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from subscribe import position as pos
-from subscribe.filters import Fields, Filter
+from subscribe.filters import Fields, Filter, Key, comparison_key
 
 COMPACT_AT = 4096
+INDEXED_PATHS = 256  # field paths indexed at once (filters name at most 8 each); more: the index starts over
+_MISSING = object()
 
 
 @dataclass(slots=True)
@@ -104,6 +111,8 @@ class Ring:
     parked: dict[Parked, None] = field(default_factory=dict)  # insertion-ordered set
     after_push: list[Callable[[float | None], None]] = field(default_factory=list)
     _cache: dict[tuple[str | None, str | None], tuple[int, int, Chunk]] = field(default_factory=dict)
+    # path -> (first seq, frames, {comparison key: offsets in the range}): the last range read through each path
+    _index: dict[str, tuple[int, int, dict[Key, list[int]]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.tag = pos.topic_tag(self.topic)
@@ -248,11 +257,37 @@ class Ring:
             data = b"".join(self.frames[i:j])
             count = j - i
         else:
-            t, f, types, fields = view.event_type, view.filter, self.types, self.fields
-            picked = [self.frames[k] for k in range(i, j)
-                      if (t is None or types[k] == t) and (f is None or f.matches_fields(fields[k]))]
+            t, f, types, fields, frames = view.event_type, view.filter, self.types, self.fields, self.frames
+            if f is None:
+                picked = [frames[k] for k in range(i, j) if types[k] == t]
+            else:
+                path, allowed = f.clauses[0]
+                index = self._by_value(path, view.seq, i, j)
+                found = [i + o for key in allowed for o in index.get(key, ())]
+                if len(allowed) > 1:
+                    found.sort()
+                rest = len(f.clauses) > 1
+                picked = [frames[k] for k in found
+                          if (t is None or types[k] == t) and (not rest or f.matches_fields(fields[k]))]
             data, count = b"".join(picked), len(picked)
         return Chunk(data, view.seq + (j - i), self._id_at(j - 1), count)
+
+    def _by_value(self, path: str, seq: int, i: int, j: int) -> dict[Key, list[int]]:
+        """Frames i..j-1 (sequence `seq` on) by the comparison key of their field `path`, as offsets from i; made
+        once per range and path (sequence numbers, unlike list indices, survive compaction)."""
+        got = self._index.get(path)
+        if got is not None and got[0] == seq and got[1] == j - i:
+            return got[2]
+        out: dict[Key, list[int]] = {}
+        fields = self.fields
+        for o in range(j - i):
+            v = fields[i + o].get(path, _MISSING)
+            if v is not _MISSING and (key := comparison_key(v)) is not None:
+                out.setdefault(key, []).append(o)
+        if len(self._index) >= INDEXED_PATHS and path not in self._index:
+            self._index.clear()
+        self._index[path] = (seq, j - i, out)
+        return out
 
     def _read_merging(self, view: View, i: int, j: int) -> Chunk:
         own = view.own

@@ -5,8 +5,9 @@ A producer commits page_view records (Avro, as the gateway writes them) to the e
 arrival for every record (probe connections, in a client process of their own) while the others only read (in
 processes of at most 250). Phases: 1, 100 and 1,000 subscribers; 100 alone and beside subscribers that never read
 or read slowly, interleaved (what a slow subscriber costs the others); with `--baseline REV`, 100 on that
-revision's server and on this one, interleaved (before/after in one run); and N consumers of the topic in one
-process, decoding for each (the one-consumer-per-subscriber design this server does not use). Each phase reports
+revision's server and on this one, then each followers phase on both, interleaved (before/after in one run);
+and N consumers of the topic in one process, decoding for each (the one-consumer-per-subscriber design this
+server does not use). Each phase reports
 the server's hold time (its histogram), the CPU of the server, the clients, the broker and the producer apart,
 and its failed connections by reason. With four CPUs or more the server is pinned to a core of its own
 (HEADWATER_BENCH_PIN=1: always, 0: never); on two, pinning would leave the broker, the producer and every client
@@ -305,6 +306,12 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
             phases.append(phase(f"n100@{args.baseline}-{i + 1}", baseline, keys.all, base, roles._replace(
                 server=baseline.proc.pid), seconds=args.seconds))
             phases.append(phase(f"n100@this-{i + 1}", server, keys.all, base, roles, seconds=args.seconds))
+            for n in (int(x) for x in args.followers.split(",") if x.strip()):  # and the followers, as above
+                mix = {"probe": min(PROBES, n), "follower": n - min(PROBES, n)}
+                phases.append(phase(f"n{n}-followers@{args.baseline}-{i + 1}", baseline, keys.all, mix,
+                                    roles._replace(server=baseline.proc.pid), seconds=args.seconds))
+                phases.append(phase(f"n{n}-followers@this-{i + 1}", server, keys.all, mix, roles,
+                                    seconds=args.seconds))
         per_consumer = None
         if args.consumers:
             print(f"phase: {args.consumers} consumers of the topic, one per subscriber ...", flush=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 
@@ -175,3 +176,48 @@ def test_a_chunk_is_framed_for_http_once() -> None:
     ca, cb = ring.read(a, 10**6), ring.read(b, 10**6)
     assert ca is not None and cb is not None
     assert ca.wire is cb.wire and ca.wire == b"%x\r\n" % len(ca.data) + ca.data + b"\r\n"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_filtered_subscribers_read_through_the_shared_index_what_a_match_per_record_gives(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many subscribers at the tail, each with its own equality filter (one value, several, two fields, with an
+    event type, numbers of both kinds and booleans), read batch after batch while the ring drops and compacts:
+    each gets exactly the records a match of its filter against every record gives, in order."""
+    import subscribe.ring as ring_module
+
+    monkeypatch.setattr(ring_module, "COMPACT_AT", 16)  # compaction shifts list indices between pushes
+    rng = random.Random(seed)
+    filters = ['{"node": "n1"}', '{"node": ["n2", "n7"]}', '{"node": "n3", "flag": true}', '{"n": 1}',
+               '{"n": [2, 3.0]}', '{"flag": false}', '{"node": "absent"}', '{"flag": 1}', '{"node": "n4"}']
+    start = (0, 0)
+    ring = Ring(TOPIC, start, capacity=4000)
+    views = [(ring.join(start, kind, parse_filter(f)), kind, f) for f in filters for kind in (None, "a")]
+    got: dict[int, list[tuple[int, int]]] = {k: [] for k in range(len(views))}
+    want: dict[int, list[tuple[int, int]]] = {k: [] for k in range(len(views))}
+    nxt, appended = [0, 0], 0
+    for _ in range(60):
+        batch = []
+        for _ in range(rng.randint(1, 12)):
+            p = rng.randrange(2)
+            o, nxt[p] = nxt[p], nxt[p] + 1
+            fields: dict[str, Any] = {"node": f"n{rng.randrange(8)}", "n": rng.choice([1, 1.0, 2, 3, 3.0, True])}
+            if rng.random() < 0.7:
+                fields["flag"] = rng.random() < 0.5
+            event_type = rng.choice(["a", "b"])
+            event_id = pos.encode(TAG, (nxt[0], nxt[1]))
+            body = json.dumps({"p": p, "o": o}).encode()
+            batch.append(Entry(sse.record(event_id, body), len(event_id), p, o, event_type, fields))
+        ring.append(batch, (nxt[0], nxt[1]))
+        appended += len(batch)
+        for k, (view, kind, f) in enumerate(views):
+            filt = parse_filter(f)
+            assert filt is not None
+            want[k] += [(e.partition, e.offset) for e in batch
+                        if (kind is None or e.event_type == kind) and filt.matches_fields(e.fields)]
+            while (chunk := ring.read(view, 300)) is not None:
+                got[k] += [r for r, _ in records(chunk.data)]
+    assert len(ring.frames) < appended  # compacted (dropped frames deleted from the lists) at least once
+    for k, (_, kind, f) in enumerate(views):
+        assert got[k] == want[k], (kind, f)
+    assert sum(map(len, want.values())) > 100
