@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from pyspark.sql import Column, DataFrame
@@ -176,7 +177,7 @@ class Sampler:
         self.metrics, self.collect, self.interval_s = metrics, collect, interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="headwater-metrics", daemon=True)
-        self._server: Any = None
+        self._server: WSGIServer | None = None
 
     def start(self, port: int | None = None) -> Sampler:
         if port:

@@ -35,7 +35,7 @@ Key = tuple[str, Any]
 Fields = dict[str, Any]  # dotted path -> str, int, float, bool or None
 
 
-def comparison_key(value: Any) -> Key | None:
+def _key(value: Any) -> Key | None:
     """The comparison key of a scalar (type tag, value), or None for what never matches."""
     if value is None:
         return ("z", None)
@@ -71,6 +71,13 @@ def _flatten(m: Mapping[Any, Any], prefix: str, depth: int, out: Fields) -> None
             out[sys.intern(prefix + k) if prefix else k] = str(v)
 
 
+def field_key(fields: Fields, path: str) -> Key | None:
+    """The comparison key of a record's field `path` (from its `fields_of`); None when it is missing or matches
+    nothing."""
+    v = fields.get(path, _MISSING)
+    return None if v is _MISSING else _key(v)
+
+
 @dataclass(frozen=True)
 class Filter:
     """A parsed filter: (dotted path, allowed keys) clauses, all of which must match. `text`: canonical form."""
@@ -84,11 +91,7 @@ class Filter:
 
     def matches_fields(self, fields: Fields) -> bool:
         """Whether a record matches, given its `fields_of`."""
-        for path, allowed in self.clauses:
-            v = fields.get(path, _MISSING)
-            if v is _MISSING or comparison_key(v) not in allowed:
-                return False
-        return True
+        return all(field_key(fields, path) in allowed for path, allowed in self.clauses)  # allowed never holds None
 
 
 def _no_constant(name: str) -> Any:
@@ -123,7 +126,7 @@ def parse_filter(raw: str | None) -> Filter | None:
             raise _bad(f"field {field[:80]!r}: 1 to {MAX_VALUES} values")
         keys = set()
         for v in values:
-            k = comparison_key(v)
+            k = _key(v)
             if k is None or (isinstance(v, str) and len(v) > MAX_VALUE_CHARS):
                 raise _bad(f"field {field[:80]!r}: values must be strings (at most {MAX_VALUE_CHARS} characters), "
                            "numbers, booleans or null")

@@ -27,11 +27,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from subscribe import position as pos
-from subscribe.filters import Fields, Filter, Key, comparison_key
+from subscribe.filters import Fields, Filter, Key, field_key
 
 COMPACT_AT = 4096
 INDEXED_PATHS = 256  # field paths indexed at once (filters name at most 8 each); more: the index starts over
-_MISSING = object()
 
 
 @dataclass(slots=True)
@@ -281,8 +280,7 @@ class Ring:
         out: dict[Key, list[int]] = {}
         fields = self.fields
         for o in range(j - i):
-            v = fields[i + o].get(path, _MISSING)
-            if v is not _MISSING and (key := comparison_key(v)) is not None:
+            if (key := field_key(fields[i + o], path)) is not None:
                 out.setdefault(key, []).append(o)
         if len(self._index) >= INDEXED_PATHS and path not in self._index:
             self._index.clear()

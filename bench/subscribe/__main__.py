@@ -286,11 +286,12 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
             print(f"phase: {n} subscribers ...", flush=True)
             phases.append(phase(f"n{n}", server, keys.all, {"probe": probes, "drain": n - probes},
                                 roles, seconds=args.seconds))
-        for n in (int(x) for x in args.followers.split(",") if x.strip()):
-            probes = min(PROBES, n)
-            print(f"phase: {n} subscribers, {n - probes} of them following one node each ...", flush=True)
-            phases.append(phase(f"n{n}-followers", server, keys.all, {"probe": probes, "follower": n - probes},
-                                roles, seconds=args.seconds))
+        # follower count -> the mix: the timed full-stream probes, the rest each following one node
+        followers = {n: {"probe": min(PROBES, n), "follower": n - min(PROBES, n)}
+                     for n in (int(x) for x in args.followers.split(",") if x.strip())}
+        for n, mix in followers.items():
+            print(f"phase: {n} subscribers, {mix['follower']} of them following one node each ...", flush=True)
+            phases.append(phase(f"n{n}-followers", server, keys.all, mix, roles, seconds=args.seconds))
         base = {"probe": PROBES, "drain": 100 - PROBES}
         for i in range(args.rounds):  # interleaved A/B: the same 100, alone and beside slow and stalled subscribers
             print(f"phase: 100 subscribers, alone and beside {args.slow} slow + {args.stalled} stalled "
@@ -306,8 +307,7 @@ def _run(args: argparse.Namespace, env: dict[str, str], state: Path, stack: Stac
             phases.append(phase(f"n100@{args.baseline}-{i + 1}", baseline, keys.all, base, roles._replace(
                 server=baseline.proc.pid), seconds=args.seconds))
             phases.append(phase(f"n100@this-{i + 1}", server, keys.all, base, roles, seconds=args.seconds))
-            for n in (int(x) for x in args.followers.split(",") if x.strip()):  # and the followers, as above
-                mix = {"probe": min(PROBES, n), "follower": n - min(PROBES, n)}
+            for n, mix in followers.items():  # and the followers phases, as above
                 phases.append(phase(f"n{n}-followers@{args.baseline}-{i + 1}", baseline, keys.all, mix,
                                     roles._replace(server=baseline.proc.pid), seconds=args.seconds))
                 phases.append(phase(f"n{n}-followers@this-{i + 1}", server, keys.all, mix, roles,
