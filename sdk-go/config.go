@@ -215,8 +215,10 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
-	if c.RegistryURL != "" && !urlPattern.MatchString(c.RegistryURL) {
-		return &ConfigError{fmt.Sprintf("RegistryURL (HEADWATER_REGISTRY_URL) must be an http:// or https:// URL, got %q", c.RegistryURL)}
+	if c.RegistryURL != "" {
+		if err := checkURL("RegistryURL (HEADWATER_REGISTRY_URL)", c.RegistryURL); err != nil {
+			return err
+		}
 	}
 	if c.WireFormat == "avro" && c.RegistryURL == "" {
 		return &ConfigError{"WireFormat avro needs RegistryURL (HEADWATER_REGISTRY_URL)"}
@@ -243,15 +245,12 @@ func (c *Config) endpointList() []string {
 
 func (c *Config) validateEndpoints() error {
 	if len(c.Endpoints) == 0 {
-		if !urlPattern.MatchString(c.Endpoint) {
-			return &ConfigError{fmt.Sprintf("Endpoint (HEADWATER_ENDPOINT or GATEWAY_URL) must be an http:// or https:// URL, got %q", c.Endpoint)}
-		}
-		return nil
+		return checkURL("Endpoint (HEADWATER_ENDPOINT or GATEWAY_URL)", c.Endpoint)
 	}
 	seen := map[string]bool{}
 	for _, u := range c.Endpoints {
-		if !urlPattern.MatchString(u) {
-			return &ConfigError{fmt.Sprintf("Endpoints (HEADWATER_ENDPOINTS) must be http:// or https:// URLs, got %q", u)}
+		if err := checkURL("Endpoints (HEADWATER_ENDPOINTS)", u); err != nil {
+			return err
 		}
 		if strings.HasPrefix(u, "https:") != strings.HasPrefix(c.Endpoints[0], "https:") {
 			return &ConfigError{fmt.Sprintf("Endpoints (HEADWATER_ENDPOINTS) must all be http:// or all https://, got %q", c.Endpoints)}
@@ -265,6 +264,51 @@ func (c *Config) validateEndpoints() error {
 		return &ConfigError{fmt.Sprintf("Endpoint %q must be the first of Endpoints %q (or be left empty)", c.Endpoint, c.Endpoints)}
 	}
 	return nil
+}
+
+// checkURL refuses a URL that is not http(s) with a host, or that carries user-info (user:password@): the write
+// key is the only credential a gateway or registry takes, and a password in a URL ends up in logs. No message
+// repeats the user-info.
+func checkURL(option, url string) error {
+	if !urlPattern.MatchString(url) {
+		return &ConfigError{fmt.Sprintf("%s must be an http:// or https:// URL, got %q", option, withoutUserinfo(url))}
+	}
+	if hasUserinfo(url) {
+		return &ConfigError{fmt.Sprintf("%s must not carry credentials (user:password@), got %q: the write key is the only credential (sent as Authorization: Bearer)", option, withoutUserinfo(url))}
+	}
+	return nil
+}
+
+// authority is the host part of url (after the scheme, up to the path, query or fragment); ok false without a scheme.
+func authority(url string) (start, end int, ok bool) {
+	i := strings.Index(url, "://")
+	if i < 0 {
+		return 0, 0, false
+	}
+	start = i + 3
+	end = len(url)
+	if j := strings.IndexAny(url[start:], "/?#"); j >= 0 {
+		end = start + j
+	}
+	return start, end, true
+}
+
+func hasUserinfo(url string) bool {
+	start, end, ok := authority(url)
+	return ok && strings.Contains(url[start:end], "@")
+}
+
+// withoutUserinfo is url with any user-info replaced by "***" (for messages).
+func withoutUserinfo(url string) string {
+	start, end, ok := authority(url)
+	if !ok {
+		return url
+	}
+	at := strings.LastIndex(url[start:end], "@")
+	if at < 0 {
+		return url
+	}
+	return url[:start] + "***@" + url[start+at+1:]
 }
 
 func choice[T ~string](name, env string, value T, choices []T) error {

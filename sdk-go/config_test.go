@@ -142,3 +142,38 @@ func TestConfigNeverPrintsTheWriteKey(t *testing.T) {
 		}
 	}
 }
+
+func TestURLsCarryingCredentialsAreRefusedWithoutRepeatingThem(t *testing.T) {
+	cases := map[string]func(*Config){
+		"HEADWATER_ENDPOINT":     func(c *Config) { c.Endpoint = "http://ops:s3cret@gw:8080" },
+		"HEADWATER_ENDPOINTS":    func(c *Config) { c.Endpoint, c.Endpoints = "", []string{"https://gw-a", "https://ops:s3cret@gw-b/x"} },
+		"HEADWATER_REGISTRY_URL": func(c *Config) { c.RegistryURL = "http://ops:s3cret@reg:8081" },
+	}
+	for name, mutate := range cases {
+		cfg := DefaultConfig()
+		cfg.Endpoint, cfg.WriteKey = "http://gw", "wk"
+		mutate(&cfg)
+		err := cfg.Validate()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "must not carry credentials") {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "***@") {
+			t.Fatalf("%s: the message shows the credentials: %v", name, err)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Endpoint, cfg.WriteKey = "ftp://me:pw@gw", "wk"
+	if err := cfg.Validate(); err == nil || strings.Contains(err.Error(), "pw@") {
+		t.Fatalf("a bad URL's message must hide its user-info: %v", err)
+	}
+	for url, want := range map[string]string{
+		"http://gw:1/a@b":        "http://gw:1/a@b",
+		"http://u:p@gw:1/x?y=@z": "http://***@gw:1/x?y=@z",
+		"https://a@b@gw":         "https://***@gw",
+		"no-scheme@host":         "no-scheme@host",
+	} {
+		if got := withoutUserinfo(url); got != want {
+			t.Errorf("withoutUserinfo(%q) = %q, want %q", url, got, want)
+		}
+	}
+}

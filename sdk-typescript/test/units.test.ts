@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { gunzipSync } from "node:zlib";
-import { buildConfig, optionsFromEnv } from "../src/config.js";
+import { buildConfig, optionsFromEnv, withoutUserinfo } from "../src/config.js";
 import { ConfigError, InvalidEventError } from "../src/errors.js";
 import { checkEventType, encodeEvent, encodeProperties } from "../src/event.js";
 import { isUuid, splitBatchId, uuid7 } from "../src/ids.js";
@@ -51,6 +51,18 @@ describe("config", () => {
     assert.throws(() => buildConfig({ endpoint: "http://x", writeKey: "k", maxBatchEvents: 41 }), /maxBatchEvents/);
     assert.throws(() => buildConfig({ endpoint: "http://x", writeKey: "k", compression: "br" as "zstd" }), ConfigError);
     assert.throws(() => buildConfig({ endpoint: "http://x", writeKey: "k", bogus: 1 } as never), /unknown option: bogus/);
+  });
+  it("refuses URLs that carry credentials, without repeating them", () => {
+    for (const options of [{ endpoint: "http://ops:s3cret@gw:8080" }, { endpoints: ["https://gw-a", "https://ops:s3cret@gw-b/x"] },
+      { endpoint: "http://gw", registryUrl: "http://ops:s3cret@reg:8081" }]) {
+      assert.throws(() => buildConfig({ writeKey: "k", ...options }), (err: Error) =>
+        err instanceof ConfigError && /must not carry credentials/.test(err.message) && !err.message.includes("s3cret") &&
+        err.message.includes("***@"));
+    }
+    assert.throws(() => buildConfig({ endpoint: "ftp://me:pw@gw", writeKey: "k" }), (err: Error) => !err.message.includes("pw@"));
+    assert.equal(withoutUserinfo("http://gw:1/a@b"), "http://gw:1/a@b");
+    assert.equal(withoutUserinfo("http://u:p@gw:1/x?y=@z"), "http://***@gw:1/x?y=@z");
+    assert.equal(withoutUserinfo("https://a@b@gw"), "https://***@gw");
   });
   it("reads HEADWATER_* variables, durations in seconds, GATEWAY_URL as an alias", () => {
     const o = optionsFromEnv({ GATEWAY_URL: "http://gw:1", HEADWATER_WRITE_KEY: "k", HEADWATER_LINGER_S: "0.25",

@@ -56,6 +56,25 @@ def test_bad_values_name_the_variable(env: dict[str, str], names: str) -> None:
         ClientConfig.from_env(env)
 
 
+@pytest.mark.parametrize("options", [
+    {"endpoint": "http://ops:s3cret@gw:8080"},
+    {"endpoints": ["http://gw-a:8080", "https://ops:s3cret@gw-b:8443"]},
+    {"endpoint": "http://gw:8080", "registry_url": "http://ops:s3cret@reg:8081"},
+    {"endpoint": "http://token@gw:8080"},
+])
+def test_a_url_carrying_credentials_is_refused_without_repeating_them(options: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match="must not carry credentials") as caught:
+        ClientConfig(write_key="k", **{"endpoint": None, **options})  # type: ignore[arg-type]
+    assert "s3cret" not in str(caught.value) and "token" not in str(caught.value) and "***@" in str(caught.value)
+
+
+def test_a_proxy_may_carry_its_login_and_bad_proxy_urls_hide_it() -> None:
+    assert ClientConfig(endpoint="http://gw", write_key="k", proxy="http://me:pw@proxy:3128").proxy
+    with pytest.raises(ConfigError) as caught:
+        ClientConfig(endpoint="http://gw", write_key="k", proxy="ftp://me:pw@proxy:3128")
+    assert "pw@" not in str(caught.value)
+
+
 def test_unknown_option_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown option"):
         headwater.Client("http://a", "k", lingr_s=1)

@@ -92,7 +92,7 @@ class ClientConfig:
         _check_range("max_in_flight", self.max_in_flight, 1, MAX_IN_FLIGHT)
         _check_range("failover_after_failures", self.failover_after_failures, 1, 1_000_000)
         if self.proxy is not None:
-            _check_url("proxy", self.proxy)
+            _check_url("proxy", self.proxy, credentials=True)
         if self.ca_bundle is not None:
             _check_readable("ca_bundle", self.ca_bundle)
         for name in ("disabled", "debug"):
@@ -195,18 +195,37 @@ def _parse(var: str, raw: str, annotation: str | Any) -> Any:
     return raw
 
 
-def _check_url(name: str, value: object) -> None:
-    """An http(s) URL with a host and, if given, a numeric port in 1..65535; nothing else gets through."""
-    problem = f"{name} must be an http:// or https:// URL with a host, got {value!r}"
+def _check_url(name: str, value: object, *, credentials: bool = False) -> None:
+    """An http(s) URL with a host and, if given, a numeric port in 1..65535; nothing else gets through.
+
+    User-info (`user:password@`) is refused unless `credentials` (a proxy's login): the write key is the only
+    credential a gateway or registry takes, and a password in a URL ends up in logs. No message repeats it.
+    """
+    shown = _without_userinfo(value) if isinstance(value, str) else value
+    problem = f"{name} must be an http:// or https:// URL with a host, got {shown!r}"
     if not isinstance(value, str) or any(c.isspace() for c in value):
         raise ConfigError(problem)
     try:
         parts = urllib.parse.urlsplit(value)
         port = parts.port  # ValueError for a non-numeric or out-of-range port
     except ValueError as exc:
-        raise ConfigError(f"{problem} ({exc})") from None
+        raise ConfigError(f"{problem} ({str(exc).replace(value, str(shown))})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname or port == 0 or parts.query or parts.fragment:
         raise ConfigError(problem)
+    if not credentials and "@" in parts.netloc:
+        raise ConfigError(f"{name} must not carry credentials (user:password@), got {shown!r}: the write key is "
+                          "the only credential (sent as Authorization: Bearer)")
+
+
+def _without_userinfo(url: str) -> str:
+    """`url` with any user-info replaced by `***` (for messages)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    if "@" not in authority:
+        return url
+    return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
 
 
 def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:

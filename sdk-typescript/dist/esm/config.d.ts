@@ -108,3 +108,5 @@ export declare function optionsFromEnv(env?: NodeJS.ProcessEnv, overrides?: Part
 /** Validate `options` and fill the defaults; throws ConfigError naming the bad option. */
 export declare function buildConfig(options: HeadwaterOptions): Config;
 export declare const MAX_ENDPOINTS = 8;
+/** `url` with any user-info replaced by `***` (for messages). */
+export declare function withoutUserinfo(url: string): string;

@@ -200,10 +200,31 @@ function endpointsOf(options) {
     }
     return { endpoint: urls[0], endpoints: Object.freeze([...urls]) };
 }
+/**
+ * An http(s) URL with a host and no user-info (`user:password@`): the write key is the only credential a gateway
+ * or registry takes, and a password in a URL ends up in logs. No message repeats the user-info.
+ */
 function checkUrl(name, value) {
+    const shown = typeof value === "string" ? withoutUserinfo(value) : value;
     if (typeof value !== "string" || !/^https?:\/\/[^/\s]+/.test(value)) {
-        throw new ConfigError(`${name} (${envName(name)}) must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+        throw new ConfigError(`${name} (${envName(name)}) must be an http:// or https:// URL, got ${JSON.stringify(shown)}`);
     }
+    if (shown !== value) {
+        throw new ConfigError(`${name} (${envName(name)}) must not carry credentials (user:password@), got ${JSON.stringify(shown)}: ` +
+            "the write key is the only credential (sent as Authorization: Bearer)");
+    }
+}
+/** `url` with any user-info replaced by `***` (for messages). */
+export function withoutUserinfo(url) {
+    const start = url.indexOf("://");
+    if (start < 0)
+        return url;
+    const from = start + 3;
+    const rest = url.slice(from);
+    const end = rest.search(/[/?#]/);
+    const authority = end < 0 ? rest : rest.slice(0, end);
+    const at = authority.lastIndexOf("@");
+    return at < 0 ? url : `${url.slice(0, from)}***@${rest.slice(at + 1)}`;
 }
 function checkChoice(name, value, choices) {
     if (typeof value !== "string" || !choices.includes(value)) {
