@@ -81,6 +81,18 @@ class StalePlan(RuntimeError):
     """A member planned over schema views the pack's query no longer reads (a newer context's rules run)."""
 
 
+@dataclass(frozen=True)
+class PackState:
+    """A pack at one moment: its members, those its query runs, whether a restart is pending, the error of the
+    last start (None if it started), and the query (None while stopped)."""
+
+    members: tuple[str, ...]
+    running: tuple[str, ...]
+    pending: bool
+    error: object | None
+    query: Any
+
+
 class Pack:
     """One packed query and its members; restarts it (in a thread of its own) when the members change."""
 
@@ -159,6 +171,12 @@ class Pack:
     def query(self) -> Any:
         with self._lock:
             return self._query
+
+    def state(self) -> PackState:
+        """What the pack holds now, read under its lock (for status pages and diagnostics)."""
+        with self._lock:
+            return PackState(tuple(sorted(self._members)), tuple(sorted(self._running)), self._pending, self._error,
+                             self._query)
 
     def status(self, name: str) -> tuple[bool, object | None]:
         """(active, exception) of member `name`: active while its restart is pending or the query runs."""

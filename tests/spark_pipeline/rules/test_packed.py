@@ -153,3 +153,18 @@ def test_close_stops_the_query(starter: Starter) -> None:
     wait_until(lambda: p.query() is not None)
     p.close()
     assert not starter.started[0].isActive and p.query() is None
+
+
+def test_state_tells_members_running_pending_and_the_start_error(pack: Pack, starter: Starter) -> None:
+    pack.add(member("b"))
+    pack.add(member("a"))
+    assert pack.state().pending and pack.state().members == ("a", "b")
+    starter.wait(lambda: len(starter.started) == 1)
+    wait_until(lambda: not pack.state().pending)
+    st = pack.state()
+    assert (st.running, st.error, st.query) == (("a", "b"), None, starter.started[0])
+    starter.fail_with = RuntimeError("no slots")
+    pack.add(member("c"))
+    wait_until(lambda: pack.state().error is not None and not pack.state().pending)
+    st = pack.state()
+    assert st.running == ("a", "b", "c") and st.query is None and str(st.error) == "no slots"

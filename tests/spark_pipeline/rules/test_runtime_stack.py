@@ -149,10 +149,10 @@ class Pipeline:
         if isinstance(manager, runtime.PipelineRules):
             launcher = manager.spark_launcher
             for pack in [launcher.pack, *launcher.aggregate_packs.values()]:
-                q = pack.query()
-                lines.append(f"pack {pack.name}: members {sorted(m.rule.name for m in pack.members())}, running "
-                             f"{sorted(pack._running)}, pending {pack._pending}, error {pack._error!r:.300}, query "
-                             f"{None if q is None else (q.runId, q.isActive)}")
+                st = pack.state()
+                q = None if st.query is None else (st.query.runId, st.query.isActive)
+                lines.append(f"pack {pack.name}: members {list(st.members)}, running {list(st.running)}, pending "
+                             f"{st.pending}, error {st.error!r:.300}, query {q}")
         if self.log_file is not None and self.log_file.exists():
             logged = self.log_file.read_text(encoding="utf-8", errors="replace").splitlines()
             # Not the warnings of this test's own reads of the shared rule topics (other modules' hostile records).
