@@ -48,8 +48,12 @@ def test_a_run_without_a_date_is_refused(tmp_path: Path) -> None:
 
 def test_the_committed_pages_are_generated_from_the_committed_runs(tmp_path: Path) -> None:
     shutil.copytree(report.DOCS / "runs", tmp_path / "runs")
+    for note in report.DOCS.glob(report.DATED_PAGE):  # the hand-written notes the index lists
+        if not report.RUN_PAGE.fullmatch(note.name):
+            shutil.copy(note, tmp_path / note.name)
     report.generate(tmp_path)
-    expected = {p.name: p.read_text() for p in tmp_path.glob("*.md")}
+    expected = {p.name: p.read_text() for p in tmp_path.glob("*.md")
+                if p.name == "README.md" or report.RUN_PAGE.fullmatch(p.name)}
     committed = {p.name: p.read_text() for p in report.DOCS.glob("*.md")  # hand-written notes aside
                  if p.name == "README.md" or report.RUN_PAGE.fullmatch(p.name)}
     assert committed == expected, "run `make benchmarks-doc`"
@@ -72,3 +76,21 @@ def test_the_index_orders_runs_by_number_not_by_text(tmp_path: Path) -> None:
     index = (tmp_path / "README.md").read_text()
     assert index.index("2026-11-24-peers-15]") < index.index("2026-11-24-peers-10]") < index.index(
         "2026-11-24-peers-9]") < index.index("2026-11-24-peers-1]")
+
+
+def test_the_index_lists_every_dated_page_and_marks_the_hand_written_notes(tmp_path: Path) -> None:
+    shutil.copytree(report.DOCS / "runs", tmp_path / "runs")
+    (tmp_path / "2026-11-24-capacity-runs.md").write_text("# runs collected by hand\n")
+    (tmp_path / "2026-11-25-latency-optimisations.md").write_text("# a log of changes\n")
+    report.generate(tmp_path)
+    index = (tmp_path / "README.md").read_text()
+    assert "- [2026-11-24-capacity-runs](2026-11-24-capacity-runs.md) (written by hand)\n" in index
+    assert "- [2026-11-25-latency-optimisations](2026-11-25-latency-optimisations.md) (written by hand)\n" in index
+    assert "- [2026-11-24-peers-9](2026-11-24-peers-9.md)\n" in index
+    assert index.index("2026-11-25-latency-optimisations]") < index.index("2026-11-24-peers-15]")
+
+
+def test_the_committed_index_lists_every_committed_dated_page() -> None:
+    index = (report.DOCS / "README.md").read_text()
+    for page in report.DOCS.glob(report.DATED_PAGE):
+        assert f"]({page.name})" in index, page.name
