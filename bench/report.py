@@ -56,6 +56,10 @@ of percent between runs.
 - `subscribe`, `subscribe-fanout` (`make bench-subscribe`, `python -m bench.subscribe.fanout`): subscribers'
   latency and the subscription server's cost (docs/subscriptions.md).
 - `tls` (`make bench-tls`): CPU per event over plain HTTP and over TLS (docs/security.md).
+- `sdk_network_python`, `sdk_network_go`, `sdk_network_node` (`sdk-python/bench/bench_network.py`,
+  `cd sdk-go/bench && go run ./network`, `node sdk-typescript/bench/run.mjs`): each SDK beside its language's
+  peers on a link of 1, 50 and 100 ms, events/s, connections, CPU per event, and 2,000 events across a 10 s
+  outage (the SDKs' READMEs).
 
 ## Pages, newest first
 
