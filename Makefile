@@ -89,8 +89,8 @@ test-integration: setup
 test-spark: setup
 	@$(PY) -m pytest -m spark $(PYTEST_ARGS)
 
-# The gateway's fault suite (and hostile-input suite, when present) at full counts: CHAOS_SCALE x the CI counts
-# (50: about 185 k events through broker, gateway, registry and producer faults, each reconciled with Kafka).
+# The gateway's fault suite and hostile-input suite at full counts: CHAOS_SCALE x the CI counts (50: about
+# 260 k events through broker, gateway, registry and producer faults, each reconciled with Kafka).
 CHAOS_SCALE ?= 50
 chaos: setup
 	@HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) HEADWATER_CHAOS=full $(PY) -m pytest -s -m integration tests/gateway/test_faults.py \
@@ -124,7 +124,7 @@ bench-replication: setup setup-haproxy
 bench-tls: setup setup-haproxy
 	@$(PY) -m bench.tls
 
-# Fault 5 of issue 18 (tests/cluster/test_spark_cluster.py): the pipeline on a Spark standalone cluster, its worker
+# The Spark worker fault (tests/cluster/test_spark_cluster.py): the pipeline on a Spark standalone cluster, its worker
 # killed with SIGKILL mid-batch while 3 SDK producers send >= 30,000 events; replay must equal the streaming outputs.
 chaos-spark: setup
 	@HEADWATER_CHAOS_SPARK=1 $(PY) -m pytest -s -m cluster tests/cluster/test_spark_cluster.py $(PYTEST_ARGS)
