@@ -4,7 +4,7 @@ The batcher thread drains the queue one batch at a time (waking on an event, nev
 in the store before each batch (`backpressure`), seals a batch when it is full or `linger_s` after its oldest
 event was accepted, and stores it, so events reach the disk spool even while the senders are stuck retrying.
 `max_in_flight` sender threads each take the oldest pending batch and deliver it, each request inside the
-adaptive in-flight window (`_limit`) and the client's gate (`_retry`). With durability `sync`,
+adaptive in-flight window (`_limit`) and the client's gate (`_gate`). With durability `sync`,
 `track()` itself appends the event to the spool's journal. A `Pipeline` belongs to one process: after a fork
 the client builds a new one (memory-only, fresh producer id) and abandons the parent's.
 """
@@ -26,12 +26,13 @@ from ._config import ClientConfig
 from ._event import EnvelopeEncoder
 from ._exceptions import ClientClosedError, ConfigError, EventsDroppedError, InvalidEventError
 from ._failover import Endpoints
+from ._gate import Gate
 from ._limit import Window
 from ._metrics import Counters, Metrics
 from ._queue import EventQueue
 from ._registry import SchemaCache
 from ._report import Reporter, enable_debug
-from ._retry import Gate, RetryPolicy
+from ._retry import RetryPolicy
 from ._sender import Action, Sender
 from ._spool import RESERVE_AHEAD, DiskSpool
 from ._store import MemoryStore, OrderedStore
