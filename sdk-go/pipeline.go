@@ -18,7 +18,7 @@ type pipeline struct {
 	counters  *counters
 	queue     *eventQueue
 	store     *store
-	spool     *spool // nil without a spool directory
+	spool     *diskSpool // nil without a spool directory
 	shared    *shared
 	tr        Transport
 	sender    *sender
@@ -60,14 +60,13 @@ func newPipeline(cfg *Config) (*pipeline, error) {
 		producerID, nextSeq = sp.producerID, sp.nextSeq
 		maxBatches, maxBytes = 1<<31, cfg.SpoolMaxBytes
 	}
-	p.store = newStore(back, maxBatches, maxBytes, cfg.SpoolOverflow, p.storeDropped)
+	var recovered []*entry
 	if p.spool != nil {
-		for _, e := range p.spool.recovered {
-			p.store.addLocked(e, len(p.store.entries))
-			p.recovered += int64(e.count)
-		}
-		p.spool.recovered = nil
+		recovered, p.spool.recovered = p.spool.recovered, nil
 	}
+	p.store = newStore(back, maxBatches, maxBytes, cfg.SpoolOverflow, p.storeDropped, recovered)
+	_, events, _ := p.store.stats()
+	p.recovered = int64(events)
 	p.shared = newShared(producerID, cfg.NodeID, cfg.Context)
 	p.queue = newEventQueue(cfg.MaxQueueEvents, cfg.QueuePolicy, cfg.BlockTimeout, cfg.MaxBatchEvents, nextSeq, reserve)
 	p.tr = cfg.Transport

@@ -25,8 +25,9 @@ const (
 	spoolCacheMax  = 32 << 20 // bytes of spooled batches also kept in memory (saves re-reading them)
 )
 
-// spool is the disk backing of a store.
-type spool struct {
+// diskSpool is the disk backing of a store (its files), the producer id and the seq reservation; recovered
+// holds the batch files found at start, in seq order, for the store to queue first.
+type diskSpool struct {
 	dir, batches, quarantine, statePath string
 	fsync                               bool
 	lockFile                            *os.File
@@ -38,12 +39,12 @@ type spool struct {
 }
 
 // openSpool locks dir, recovers its batch files and state.
-func openSpool(dir string, fsync bool) (*spool, error) {
+func openSpool(dir string, fsync bool) (*diskSpool, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, &ConfigError{"SpoolDir " + dir + ": " + err.Error()}
 	}
-	sp := &spool{dir: abs, batches: filepath.Join(abs, "batches"), quarantine: filepath.Join(abs, "quarantine"),
+	sp := &diskSpool{dir: abs, batches: filepath.Join(abs, "batches"), quarantine: filepath.Join(abs, "quarantine"),
 		statePath: filepath.Join(abs, "state.json"), fsync: fsync}
 	for _, d := range []string{abs, sp.batches, sp.quarantine} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -63,7 +64,7 @@ func openSpool(dir string, fsync bool) (*spool, error) {
 	return sp, nil
 }
 
-func (sp *spool) recover() error {
+func (sp *diskSpool) recover() error {
 	names, err := os.ReadDir(sp.batches)
 	if err != nil {
 		return err
@@ -101,7 +102,7 @@ func (sp *spool) recover() error {
 	return writeAtomic(sp.statePath, encodeState(pid, sp.nextSeq), sp.fsync)
 }
 
-func (sp *spool) readState() (string, int64, error) {
+func (sp *diskSpool) readState() (string, int64, error) {
 	data, err := os.ReadFile(sp.statePath)
 	if err != nil {
 		return "", 0, err
@@ -114,7 +115,7 @@ func (sp *spool) readState() (string, int64, error) {
 	return pid, next, err
 }
 
-func (sp *spool) producerOfFiles() string {
+func (sp *diskSpool) producerOfFiles() string {
 	for _, e := range sp.recovered {
 		if data, err := os.ReadFile(e.path); err == nil {
 			if b, err := decodeBatchFile(data); err == nil {
@@ -126,7 +127,7 @@ func (sp *spool) producerOfFiles() string {
 }
 
 // reserve persists a seq reservation from next on and returns its end (called under the queue's lock).
-func (sp *spool) reserve(next int64) int64 {
+func (sp *diskSpool) reserve(next int64) int64 {
 	end := next + seqReservation
 	sp.stateMu.Lock()
 	defer sp.stateMu.Unlock()
@@ -136,7 +137,7 @@ func (sp *spool) reserve(next int64) int64 {
 	return end
 }
 
-func (sp *spool) persist(b *Batch) *entry {
+func (sp *diskSpool) persist(b *Batch) *entry {
 	e := memoryBacking{}.persist(b)
 	path := filepath.Join(sp.batches, batchFileName(b))
 	if err := writeAtomic(path, encodeBatchFile(b), sp.fsync); err != nil {
@@ -151,7 +152,7 @@ func (sp *spool) persist(b *Batch) *entry {
 	return e
 }
 
-func (sp *spool) load(e *entry) *Batch {
+func (sp *diskSpool) load(e *entry) *Batch {
 	if e.batch != nil || e.path == "" {
 		return e.batch
 	}
@@ -169,7 +170,7 @@ func (sp *spool) load(e *entry) *Batch {
 	return b
 }
 
-func (sp *spool) remove(e *entry) {
+func (sp *diskSpool) remove(e *entry) {
 	if e.path == "" {
 		return
 	}
@@ -182,7 +183,7 @@ func (sp *spool) remove(e *entry) {
 	e.path = ""
 }
 
-func (sp *spool) moveToQuarantine(path string) {
+func (sp *diskSpool) moveToQuarantine(path string) {
 	if err := os.Rename(path, filepath.Join(sp.quarantine, filepath.Base(path))); err != nil {
 		_ = os.Remove(path)
 		return
@@ -208,7 +209,7 @@ func (sp *spool) moveToQuarantine(path string) {
 }
 
 // close persists the exact next seq and releases the directory; pending files stay for the next client.
-func (sp *spool) close(next int64) {
+func (sp *diskSpool) close(next int64) {
 	sp.stateMu.Lock()
 	defer sp.stateMu.Unlock()
 	if sp.lockFile == nil {

@@ -1,4 +1,4 @@
-// Pending batches between sealing and acknowledgement: ordered, bounded, with several batches in flight.
+// Pending batches between sealing and acknowledgement: the ordered store over a backing (memory or disk).
 package headwater
 
 import (
@@ -47,8 +47,14 @@ type store struct {
 	reports    []EventsDroppedError
 }
 
-func newStore(back backing, maxBatches int, maxBytes int64, overflow SpoolOverflow, report dropFunc) *store {
-	return &store{back: back, maxBatches: maxBatches, maxBytes: maxBytes, overflow: overflow, report: report}
+// newStore makes a store over back; recovered (entries back found at start: a spool's files) are queued first.
+func newStore(back backing, maxBatches int, maxBytes int64, overflow SpoolOverflow, report dropFunc,
+	recovered []*entry) *store {
+	s := &store{back: back, maxBatches: maxBatches, maxBytes: maxBytes, overflow: overflow, report: report}
+	for _, e := range recovered {
+		s.addLocked(e, len(s.entries))
+	}
+	return s
 }
 
 func (s *store) fullLocked(size int64) bool {

@@ -1,3 +1,4 @@
+// Tests of live subscriptions against a fake SSE server: resuming from the last position, refusals, Close.
 package headwater
 
 import (

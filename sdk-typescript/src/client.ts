@@ -17,13 +17,12 @@ import { type DeliveryReport, Sender } from "./sender.js";
 import { DiskSpool } from "./spool.js";
 import { SchemaCache } from "./registry.js";
 import { Reporter } from "./report.js";
-import { MemoryStore } from "./store.js";
+import { MemoryBacking, Store } from "./store.js";
 import { HttpTransport, type Transport } from "./transport.js";
 
-function openSpool(cfg: Config, report: (reason: string, n: number, detail: string) => void): DiskSpool {
+function openSpool(cfg: Config): DiskSpool {
   try {
-    return new DiskSpool(cfg.spoolDir as string, cfg.spoolMaxBytes, cfg.spoolOverflow, cfg.spoolFsync === "always", report,
-      (msg) => process.emitWarning(`headwater: ${msg}`));
+    return new DiskSpool(cfg.spoolDir as string, cfg.spoolFsync === "always", (msg) => process.emitWarning(`headwater: ${msg}`));
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(`spoolDir (HEADWATER_SPOOL_DIR) ${cfg.spoolDir} is unusable: ${(err as Error).message}`);
@@ -68,7 +67,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
   readonly config: Config;
   private stateValue: ClientState = "open";
   private readonly counters = new Counters();
-  private readonly store: MemoryStore;
+  private readonly store: Store;
   private readonly spool: DiskSpool | undefined;
   private readonly transport: Transport;
   private readonly sender: Sender;
@@ -97,22 +96,27 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
     this.config = cfg;
     const ca = readCaBundle(cfg.caBundle); // before the spool is locked
     const report = (reason: string, n: number, detail: string): void => this.storeDropped(reason, n, detail);
+    let producerId: string;
     if (cfg.spoolDir !== null) {
-      this.spool = openSpool(cfg, report);
-      this.store = this.spool;
+      this.spool = openSpool(cfg);
+      this.store = new Store(this.spool, Number.MAX_SAFE_INTEGER, cfg.spoolMaxBytes, cfg.spoolOverflow, report,
+        this.spool.recovered);
+      this.spool.recovered = [];
+      producerId = this.spool.producerId;
       this.nextSeq = this.spool.startSeq;
     } else {
-      this.store = new MemoryStore(newProducerId(), cfg.maxPendingBatches, 2 ** 50, cfg.spoolOverflow, report);
+      this.store = new Store(new MemoryBacking(), cfg.maxPendingBatches, 2 ** 50, cfg.spoolOverflow, report);
+      producerId = newProducerId();
       this.nextSeq = 0;
     }
     this.recovered = this.store.stats()[1];
     this.store.onReady = () => this.dispatcher.pump();
     this.parts = {
-      producerId: this.store.producerId,
+      producerId,
       nodeIdJson: JSON.stringify(cfg.nodeId),
       contextJson: Object.keys(cfg.context).length > 0 ? JSON.stringify(cfg.context) : null,
     };
-    this.batcher = new Batcher(this.store.producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
+    this.batcher = new Batcher(producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
     this.transport = cfg.transport ?? new HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs, ca);
     this.gate = new Gate(cfg.retryRefusedMaxMs, this.abort.signal, (e) => this.fail(e));
     this.window = new Window(cfg.maxInFlight);
@@ -140,7 +144,7 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
 
   /** This producer's id: persisted in the spool directory, else new for each client. */
   get producerId(): string {
-    return this.store.producerId;
+    return this.parts.producerId;
   }
 
   /** "open", "closing" or "closed". */
@@ -248,8 +252,10 @@ export class Headwater extends EventEmitter<HeadwaterEvents> {
       this.counters.settle(0, 0, { closed_unsent: unsent });
       this.fail(new EventsDroppedError("closed_unsent", unsent, "client closed before delivery"));
     }
-    if (this.spool !== undefined) await this.spool.settled();
-    this.store.close(this.nextSeq);
+    if (this.spool !== undefined) {
+      await this.spool.settled();
+      this.spool.close(this.nextSeq);
+    }
     this.reporter.close();
     lifecycle.unregister(this);
     return flushed && this.counters.acknowledged >= this.enqueued + this.recovered;

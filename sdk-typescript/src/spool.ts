@@ -1,5 +1,5 @@
 /**
- * The disk spool: every sealed batch is a checksummed file until the gateway acknowledged it.
+ * The disk spool: the store's disk backing, every sealed batch a checksummed file until it is acknowledged.
  *
  * Write path: a batch is written to a temporary file off the event loop, fsynced (policy `always`; `never`
  * survives a process crash or kill -9 but not a power loss), renamed into `batches/`, and only then handed
@@ -9,7 +9,8 @@
  * a reservation persisted ahead of use (`SEQ_RESERVATION`), so a seq is never reused after a crash; the unused
  * rest of a reservation shows as a gap after a crash, never after `close()`. A file that fails its checksum is
  * moved to `quarantine/` (the newest 100 are kept) and its events are counted as dropped. One live client
- * owns a directory at a time (`node.lock` holds its pid).
+ * owns a directory at a time (`node.lock` holds its pid). The order, bounds and overflow policy are the
+ * `Store`'s (store.ts), which the client builds over this backing with `recovered`.
  */
 
 import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
@@ -30,16 +31,19 @@ import {
   writeAtomicSync,
   writeTemp,
 } from "./spoolfile.js";
-import { type DropReporter, type Entry, MemoryStore } from "./store.js";
+import type { Backing, Entry } from "./store.js";
 import type { Batch } from "./wire.js";
 
 export const SEQ_RESERVATION = 4096;
 const QUARANTINE_KEEP = 100;
 const MEMORY_COPY_MAX = 32 * 1024 * 1024; // bytes of spooled batches also kept in memory (no re-read)
 
-/** Pending batches as files in `directory`, bounded by `maxBytes` with an overflow policy. */
-export class DiskSpool extends MemoryStore {
+/** Pending batches as files in `directory` (a `Backing`), the producer id and the seq reservation. */
+export class DiskSpool implements Backing {
   readonly directory: string;
+  producerId = "";
+  /** The batch files found at start, in seq order, for the store to queue first. */
+  recovered: Entry[] = [];
   /** The first seq this client may hand out (recovered from the state file and the batch files). */
   readonly startSeq: number;
   private readonly batchesDir: string;
@@ -54,9 +58,7 @@ export class DiskSpool extends MemoryStore {
   private readonly unlinking = new Set<Promise<void>>();
   private tmpCounter = 0;
 
-  constructor(directory: string, maxBytes: number, overflow: "backpressure" | "drop_oldest",
-              private readonly fsync: boolean, report: DropReporter, private readonly warn: (msg: string) => void) {
-    super("", Number.MAX_SAFE_INTEGER, maxBytes, overflow, report);
+  constructor(directory: string, private readonly fsync: boolean, private readonly warn: (msg: string) => void) {
     this.directory = resolve(directory);
     this.batchesDir = join(this.directory, "batches");
     this.quarantineDir = join(this.directory, "quarantine");
@@ -88,7 +90,7 @@ export class DiskSpool extends MemoryStore {
         filesNext = Math.max(filesNext, last + 1);
         const entry: Entry = { batchId, firstSeq: first, lastSeq: last, count: last - first + 1, nbytes: size,
           batch: undefined, path, state: "ready" };
-        this.add(entry, this.entries.length);
+        this.recovered.push(entry);
       } catch {
         this.quarantine(path);
       }
@@ -109,7 +111,7 @@ export class DiskSpool extends MemoryStore {
   }
 
   private producerOfFiles(): string | undefined {
-    for (const entry of this.entries) {
+    for (const entry of this.recovered) {
       const batch = this.read(entry);
       if (batch !== undefined) return batch.producerId;
     }
@@ -156,7 +158,8 @@ export class DiskSpool extends MemoryStore {
       });
   }
 
-  protected override persist(entry: Entry, batch: Batch): void {
+  /** Write `batch` to its file off the event loop; in memory only if the write fails. */
+  persist(entry: Entry, batch: Batch, kept: () => boolean): void {
     const path = join(this.batchesDir, fileName(batch));
     const tmp = `${path}.tmp`;
     const done = writeTemp(tmp, encodeBatch(batch), this.fsync)
@@ -173,10 +176,7 @@ export class DiskSpool extends MemoryStore {
       .catch((err: Error) => this.warn(`cannot write ${path} (${err.message}); batch kept in memory only`))
       .finally(() => {
         this.persisted.delete(entry);
-        if (this.entries.includes(entry)) {
-          if (entry.state === "persisting") entry.state = "ready";
-          this.onReady();
-        } else if (entry.path !== undefined) {
+        if (!kept() && entry.path !== undefined) {
           tryUnlink(entry.path); // acked or dropped while it was being written
         }
       });
@@ -194,17 +194,18 @@ export class DiskSpool extends MemoryStore {
     }
   }
 
-  protected override load(entry: Entry): Batch | undefined {
+  /** The batch of `entry`; undefined if its file is unusable (moved to quarantine). */
+  load(entry: Entry): Batch | undefined {
     const batch = this.read(entry);
     if (batch === undefined) {
       if (entry.path !== undefined) this.quarantine(entry.path);
       entry.path = undefined;
-      this.drop(entry, "spool_corrupt");
     }
     return batch;
   }
 
-  protected override remove(entry: Entry, after: Entry[]): void {
+  /** Unlink the file of `entry`, once the entries in `after` (a split's halves) are on disk. */
+  remove(entry: Entry, after: readonly Entry[]): void {
     if (entry.batch !== undefined && entry.path !== undefined) this.memoryBytes -= entry.nbytes;
     const path = entry.path;
     if (path === undefined) return;
@@ -230,7 +231,7 @@ export class DiskSpool extends MemoryStore {
   }
 
   /** Persist the exact next seq (no gap after a clean close) and release the directory lock. */
-  override close(nextSeq: number): void {
+  close(nextSeq: number): void {
     if (!this.locked) return;
     try {
       writeAtomicSync(this.statePath, encodeState(this.producerId, nextSeq), this.fsync);

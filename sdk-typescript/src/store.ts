@@ -1,10 +1,11 @@
 /**
- * Pending batches between sealing and acknowledgement: the ordered in-memory store the disk spool extends.
+ * Pending batches between sealing and acknowledgement: the ordered store over a backing (memory or disk).
  *
  * Modelled on the OpenTelemetry Collector's persistent queue: batches are appended in seq order, become
  * ready once persisted, are handed to the sender (in flight until acked), acked (deleted) after a 200 or a
  * permanent refusal, released back after a retry deadline, or replaced in place by their halves after a 413.
- * Several batches may be in flight at once (`maxInFlight`).
+ * Several batches may be in flight at once (`maxInFlight`). Where a batch's bytes live is the `Backing`'s
+ * business: `MemoryBacking` keeps them in memory (lost with the process), `DiskSpool` (spool.ts) in files.
  */
 
 import type { Batch } from "./wire.js";
@@ -24,23 +25,50 @@ export interface Entry {
   state: "persisting" | "ready" | "inflight";
 }
 
-/** Pending batches in seq order, bounded, with an overflow policy; subclasses decide where bytes live. */
-export class MemoryStore {
-  producerId: string;
-  protected readonly entries: Entry[] = [];
-  protected bytes = 0;
-  protected events = 0;
+/** Where a store's batches live: memory, or files for a spool. */
+export interface Backing {
+  /**
+   * Keep `batch` (described by `entry`), now or later; then call `kept`, which returns false when the store no
+   * longer holds the entry (acked or dropped meanwhile): the backing then deletes what it wrote.
+   */
+  persist(entry: Entry, batch: Batch, kept: () => boolean): void;
+  /** The batch of `entry`; undefined if it is unusable (the backing set it aside; the store drops it). */
+  load(entry: Entry): Batch | undefined;
+  /** Delete what holds `entry`; `after`: entries (a split's halves) that must be kept before it goes. */
+  remove(entry: Entry, after: readonly Entry[]): void;
+}
+
+/** Batches kept in memory only: lost with the process. */
+export class MemoryBacking implements Backing {
+  persist(_entry: Entry, _batch: Batch, kept: () => boolean): void {
+    kept();
+  }
+
+  load(entry: Entry): Batch | undefined {
+    return entry.batch;
+  }
+
+  remove(_entry: Entry, _after: readonly Entry[]): void {}
+}
+
+/** Pending batches in seq order, bounded, with an overflow policy, over a backing that holds their bytes. */
+export class Store {
+  private readonly entries: Entry[] = [];
+  private bytes = 0;
+  private events = 0;
   /** Called when a batch becomes ready to send (the dispatcher pumps). */
   onReady: () => void = () => {};
 
+  /** `recovered`: entries the backing found at start (a spool's files), queued first in the order given. */
   constructor(
-    producerId: string,
-    protected readonly maxBatches: number,
-    protected readonly maxBytes: number,
-    protected readonly overflow: "backpressure" | "drop_oldest",
-    protected readonly report: DropReporter,
+    private readonly backing: Backing,
+    private readonly maxBatches: number,
+    private readonly maxBytes: number,
+    private readonly overflow: "backpressure" | "drop_oldest",
+    private readonly report: DropReporter,
+    recovered: readonly Entry[] = [],
   ) {
-    this.producerId = producerId;
+    for (const entry of recovered) this.add(entry, this.entries.length);
   }
 
   /** True if a batch of `size` bytes would not fit now and the policy is to push back. */
@@ -67,8 +95,11 @@ export class MemoryStore {
   take(): Batch | undefined {
     for (const entry of this.entries) {
       if (entry.state !== "ready") continue;
-      const batch = this.load(entry);
-      if (batch === undefined) return this.take(); // load dropped it
+      const batch = this.backing.load(entry);
+      if (batch === undefined) {
+        this.drop(entry, "spool_corrupt"); // the backing set it aside
+        return this.take();
+      }
       entry.state = "inflight";
       return batch;
     }
@@ -115,22 +146,16 @@ export class MemoryStore {
     return this.entries.filter((e) => e.state !== "inflight").length;
   }
 
-  /** Release resources; a spool keeps its files for the next client. */
-  close(_nextSeq: number): void {}
-
-  // Hooks for the disk spool.
-  protected persist(entry: Entry, _batch: Batch): void {
-    entry.state = "ready";
-    this.onReady();
+  private persist(entry: Entry, batch: Batch): void {
+    this.backing.persist(entry, batch, () => {
+      if (!this.entries.includes(entry)) return false;
+      if (entry.state === "persisting") entry.state = "ready";
+      this.onReady();
+      return true;
+    });
   }
 
-  protected load(entry: Entry): Batch | undefined {
-    return entry.batch;
-  }
-
-  protected remove(_entry: Entry, _after: Entry[]): void {}
-
-  protected newEntry(batch: Batch): Entry {
+  private newEntry(batch: Batch): Entry {
     return {
       batchId: batch.batchId,
       firstSeq: batch.firstSeq,
@@ -143,22 +168,22 @@ export class MemoryStore {
     };
   }
 
-  protected add(entry: Entry, at: number): void {
+  private add(entry: Entry, at: number): void {
     this.entries.splice(at, 0, entry);
     this.bytes += entry.nbytes;
     this.events += entry.count;
   }
 
-  protected discard(entry: Entry, after: Entry[] = []): void {
+  private discard(entry: Entry, after: Entry[] = []): void {
     const at = this.entries.indexOf(entry);
     if (at < 0) return;
     this.entries.splice(at, 1);
     this.bytes -= entry.nbytes;
     this.events -= entry.count;
-    this.remove(entry, after);
+    this.backing.remove(entry, after);
   }
 
-  protected drop(entry: Entry, reason: string): void {
+  private drop(entry: Entry, reason: string): void {
     this.discard(entry);
     this.report(reason, entry.count, `batch ${entry.batchId}, seq ${entry.firstSeq}..${entry.lastSeq}`);
   }
@@ -171,3 +196,6 @@ export class MemoryStore {
     return this.entries.find((e) => e.state === "inflight" && e.batchId === batch.batchId);
   }
 }
+
+/** The store under the name dispatcher.ts still imports (to go once it imports `Store`). */
+export type MemoryStore = Store;

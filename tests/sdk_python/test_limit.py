@@ -9,8 +9,8 @@ import headwater
 import pytest
 from headwater import MemoryTransport, Request, Response
 from headwater._exceptions import TransportError
+from headwater._gate import Aborted, Gate
 from headwater._limit import INITIAL_LIMIT, AdaptiveLimit, Signal, Window
-from headwater._retry import Aborted, Gate
 
 from .helpers import body_of, error, ok, wait_until
 

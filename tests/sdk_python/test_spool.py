@@ -1,15 +1,17 @@
-"""The disk spool: recovery after a crash, checksums and quarantine, bounds and overflow, seqs never reused."""
+"""The disk spool under its store: recovery after a crash, checksums and quarantine, bounds and overflow, seqs."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from headwater import ConfigError, SpoolLockedError
 from headwater._batcher import Batch
 from headwater._ids import uuid7
 from headwater._spool import DiskSpool
+from headwater._store import Store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,25 +26,37 @@ class Drops:
         self.items.append((reason, n))
 
 
+class Spooled:
+    """A `Store` over a `DiskSpool`, built as the pipeline builds them; the tests drive both through one object."""
+
+    def __init__(self, disk: DiskSpool, store: Store) -> None:
+        self.disk, self.store = disk, store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store if hasattr(self.store, name) else self.disk, name)
+
+
 def open_spool(path: Path, max_bytes: int = 1 << 30, overflow: str = "backpressure", drops: Drops | None = None,
-               fsync: bool = False) -> DiskSpool:
-    return DiskSpool(str(path), max_bytes, overflow, fsync, drops or Drops())
+               fsync: bool = False) -> Spooled:
+    disk = DiskSpool(str(path), fsync)
+    store = Store(disk, 1 << 62, max_bytes, overflow, drops or Drops(), recovered=disk.recovered)
+    return Spooled(disk, store)
 
 
-def make_batch(spool: DiskSpool, n: int) -> Batch:
+def make_batch(spool: Spooled, n: int) -> Batch:
     """A batch of the next `n` seqs, reserved first as the queue does."""
-    first = spool.next_seq
-    spool.next_seq += n
+    first = spool.disk.next_seq
+    spool.disk.next_seq += n
     assert spool.reserve(first + n) > first + n
     events = tuple(f'{{"seq":{s},"event_id":"{uuid7()}"}}'.encode() for s in range(first, first + n))
     return Batch(uuid7(), spool.producer_id, first, first + n - 1, events)
 
 
-def crash(spool: DiskSpool) -> None:
+def crash(spool: Spooled) -> None:
     """Simulate kill -9: the lock goes away, nothing else is written."""
-    assert spool._lock_file is not None
-    spool._lock_file.close()
-    spool._lock_file = None
+    assert spool.disk._lock_file is not None
+    spool.disk._lock_file.close()
+    spool.disk._lock_file = None
 
 
 def test_append_ack_and_restart(tmp_path: Path) -> None:

@@ -24,10 +24,10 @@ class Assembler:
     may all add.
     """
 
-    def __init__(self, cfg: ClientConfig, store: Store, journal: JournalAppend | None = None) -> None:
+    def __init__(self, cfg: ClientConfig, store: Store, producer_id: str, journal: JournalAppend | None = None) -> None:
         self._store = store
         self._journal = journal
-        self._producer_id = store.producer_id
+        self._producer_id = producer_id
         self._batcher: Batcher[tuple[int, bytes]] = Batcher(cfg.max_batch_events, cfg.max_batch_bytes)
         self._lock = threading.RLock()
         self._open_id: str | None = None

@@ -74,7 +74,7 @@ class Client:
     @property
     def producer_id(self) -> str:
         """This producer's id: persisted in the spool directory, else new for each process."""
-        return self._current().store.producer_id
+        return self._current().producer_id
 
     def track(self, event_type: str, properties: Mapping[str, Any] | None = None, *,
               partition_key: str | None = None, event_id: str | None = None,

@@ -4,13 +4,14 @@ The batcher thread drains the queue one batch at a time (waking on an event, nev
 in the store before each batch (`backpressure`), seals a batch when it is full or `linger_s` after its oldest
 event was accepted, and stores it, so events reach the disk spool even while the senders are stuck retrying.
 `max_in_flight` sender threads each take the oldest pending batch and deliver it, each request inside the
-adaptive in-flight window (`_limit`) and the client's gate (`_retry`). With durability `sync`,
+adaptive in-flight window (`_limit`) and the client's gate (`_gate`). With durability `sync`,
 `track()` itself appends the event to the spool's journal. A `Pipeline` belongs to one process: after a fork
 the client builds a new one (memory-only, fresh producer id) and abandons the parent's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import itertools
@@ -26,15 +27,17 @@ from ._config import ClientConfig
 from ._event import EnvelopeEncoder
 from ._exceptions import ClientClosedError, ConfigError, EventsDroppedError, InvalidEventError
 from ._failover import Endpoints
+from ._gate import Gate
+from ._ids import new_producer_id
 from ._limit import Window
 from ._metrics import Counters, Metrics
 from ._queue import EventQueue
 from ._registry import SchemaCache
 from ._report import Reporter, enable_debug
-from ._retry import Gate, RetryPolicy
+from ._retry import RetryPolicy
 from ._sender import Action, Sender
 from ._spool import RESERVE_AHEAD, DiskSpool
-from ._store import MemoryStore, OrderedStore
+from ._store import MemoryBacking, Store
 from ._transport import Transport, Urllib3Transport
 
 log = logging.getLogger("headwater")
@@ -63,22 +66,27 @@ class Pipeline:
         self.report = Reporter(cfg.on_error)
         self.abort = threading.Event()
         self.stopping = threading.Event()
-        self.store: OrderedStore
+        self.spool: DiskSpool | None = None
         if use_spool and cfg.spool_dir is not None and not cfg.disabled:
-            self.store = DiskSpool(cfg.spool_dir, cfg.spool_max_bytes, cfg.spool_overflow,
-                                   cfg.spool_fsync == "always", self._store_dropped)
+            self.spool = DiskSpool(cfg.spool_dir, cfg.spool_fsync == "always")
+            self.store = Store(self.spool, 1 << 62, cfg.spool_max_bytes, cfg.spool_overflow, self._store_dropped,
+                               recovered=self.spool.recovered)
+            self.spool.recovered = []
+            self.producer_id, first_seq, reserve = self.spool.producer_id, self.spool.next_seq, self.spool.reserve
         else:
-            self.store = MemoryStore(cfg.max_pending_batches, cfg.spool_overflow, self._store_dropped)
-        self.durable = isinstance(self.store, DiskSpool)
+            self.store = Store(MemoryBacking(), cfg.max_pending_batches, 1 << 62, cfg.spool_overflow,
+                               self._store_dropped)
+            self.producer_id, first_seq, reserve = new_producer_id(), 0, _unbounded_reservation
+        self.durable = self.spool is not None
         self.sync = self.durable and cfg.durability == "sync"
         self.recovered = self.store.stats()[1]
-        self.encoder = EnvelopeEncoder(self.store.producer_id, cfg.node_id, cfg.context)
+        self.encoder = EnvelopeEncoder(self.producer_id, cfg.node_id, cfg.context)
         self.max_event_bytes = min(cfg.max_event_bytes, cfg.max_batch_bytes - BODY_OVERHEAD - 1)
         self._puts = itertools.count(1)  # events offered by track(), for YIELD_EVERY
         self.queue = EventQueue(cfg.max_queue_events, cfg.queue_policy, cfg.block_timeout_s, cfg.max_batch_events,
-                                first_seq=self.store.next_seq, reserve=self.store.reserve)
+                                first_seq=first_seq, reserve=reserve)
         journal = self._journal_append if self.sync else None
-        self.assembler = Assembler(cfg, self.store, journal)
+        self.assembler = Assembler(cfg, self.store, self.producer_id, journal)
         self.transport: Transport = cfg.transport if cfg.transport is not None else \
             Urllib3Transport(cfg.connection_max_age_s, maxsize=cfg.max_in_flight, proxy=cfg.proxy,
                              ca_bundle=cfg.ca_bundle)
@@ -115,9 +123,9 @@ class Pipeline:
         self.report(EventsDroppedError(reason, n, detail))
 
     def _journal_append(self, batch_id: str, seq: int, data: bytes) -> None:
-        assert isinstance(self.store, DiskSpool)
+        assert self.spool is not None
         try:
-            self.store.journal.append(batch_id, seq, data)
+            self.spool.journal.append(batch_id, seq, data)
         except OSError as exc:  # the event stays in memory and is sealed with its batch as usual
             log.warning("headwater spool: cannot append to the journal (%s); event %d kept in memory", exc, seq)
 
@@ -225,7 +233,8 @@ class Pipeline:
             ready = len(q) >= self.cfg.max_batch_events or (due and len(q) > 0)
             if ready and not stopping and asm.open_count() == 0:
                 self.store.wait_for_room(0.5)  # backpressure: wait (woken by an ack) before taking a batch
-            with self.store.group():  # a burst of batch files shares one directory fsync
+            with self.spool.group() if self.spool is not None else contextlib.nullcontext():
+                # a burst of batch files shares one directory fsync
                 self._take_batches(due, stopping)
                 if due:
                     asm.seal_open()
@@ -287,10 +296,16 @@ class Pipeline:
         if leftover:
             self.counters.settle(dropped={"closed_unsent": leftover})
             self.report(EventsDroppedError("closed_unsent", leftover, "client closed before delivery"))
-        self.store.close(next_seq)
+        if self.spool is not None:
+            self.spool.close(next_seq)
         self.transport.close()
         self.report.close()
         return delivered and self.all_acknowledged()
+
+
+def _unbounded_reservation(next_seq: int) -> int:
+    """Without a spool nothing outlives the process: every seq is free to use."""
+    return 1 << 62
 
 
 def _require_avro() -> None:

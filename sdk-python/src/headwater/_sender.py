@@ -21,11 +21,12 @@ from ._exceptions import (
     TransportError,
 )
 from ._failover import HEALTH_FAILURES, PROBE_TIMEOUT_S, READY_PATH, Endpoints, Switch
+from ._gate import Aborted
 from ._ids import split_batch_id
 from ._limit import Signal, Window
 from ._metrics import Counters
 from ._registry import SchemaCache
-from ._retry import Aborted, Outcome, RetryPolicy, classify
+from ._retry import Outcome, RetryPolicy, classify
 from ._transport import Request, Response, Transport
 from ._version import SDK_NAME, __version__
 from ._wire import JSON_TYPE, Rejection, compress, json_body, parse_answer, parse_error, parse_retry_after

@@ -1,4 +1,4 @@
-"""The disk spool: every sealed batch is a checksummed file until the gateway acknowledged it.
+"""The disk spool: the store's disk backing, every sealed batch a checksummed file until it is acknowledged.
 
 Write path: a batch is written to a temporary file, fsynced (policy `always`; `never` leaves it to the OS,
 which survives a process crash or kill -9 but not a power loss), renamed into `batches/`, and only then
@@ -12,7 +12,8 @@ from the reservation (or past the newest file), so a seq returned by `track()` i
 after a crash the unused rest of the reservation shows downstream as a gap. A clean `close()` records the
 exact next seq, so a clean restart leaves no gap. A file that fails its checksum is moved to `quarantine/`
 (the newest 100 are kept) and its events are counted as dropped; it never raises into the application. One
-live client owns a spool directory at a time (an advisory `flock` on `lock`).
+live client owns a spool directory at a time (an advisory `flock` on `lock`). The order, bounds and overflow
+policy are the `Store`'s (`_store`), which the pipeline builds over this backing with `recovered`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from typing import IO
 
@@ -40,7 +42,7 @@ from ._spoolfile import (
     parse_name,
     write_atomic,
 )
-from ._store import DropReporter, Entry, OrderedStore
+from ._store import Entry, MemoryBacking
 
 try:
     import fcntl
@@ -52,11 +54,17 @@ QUARANTINE_KEEP = 100
 RESERVE_AHEAD = 8192
 
 
-class DiskSpool(OrderedStore):
-    """Pending batches as files in `directory`, bounded by `max_bytes` with an overflow policy."""
+class DiskSpool:
+    """Pending batches as files in `directory` (a `Backing`), the producer id and the seq reservation.
 
-    def __init__(self, directory: str, max_bytes: int, overflow: str, fsync: bool, report: DropReporter) -> None:
-        super().__init__(1 << 62, max_bytes, overflow, report)
+    `recovered`: the batch files found at start, in seq order, for the store to queue first.
+    """
+
+    def __init__(self, directory: str, fsync: bool) -> None:
+        self.producer_id = new_producer_id()
+        self.next_seq = 0
+        self.recovered: list[Entry] = []
+        self._state_lock = threading.Lock()  # reserve() and close() write state.json
         self.directory = os.path.abspath(directory)
         self._batches = os.path.join(self.directory, "batches")
         self._quarantine = os.path.join(self.directory, "quarantine")
@@ -95,13 +103,13 @@ class DiskSpool(OrderedStore):
                 self._move_to_quarantine(path)
                 continue
             files_next = max(files_next, last + 1)
-            self._add(Entry(batch_id, first, last, last - first + 1, size, path=path))
-        if state is None and self._entries:
+            self.recovered.append(Entry(batch_id, first, last, last - first + 1, size, path=path))
+        if state is None and self.recovered:
             self.producer_id = self._producer_of_files() or new_producer_id()
         self.next_seq = max(state[1] if state else 0, files_next)
         self._write_state(self.next_seq)
         log.info("headwater spool %s: producer %s, next seq %d, %d batch(es) to resend",
-                 self.directory, self.producer_id, self.next_seq, len(self._entries))
+                 self.directory, self.producer_id, self.next_seq, len(self.recovered))
 
     def _recover_journals(self) -> None:
         """Turn each journal left by a crash (durability `sync`) into a batch file."""
@@ -120,7 +128,7 @@ class DiskSpool(OrderedStore):
 
     def reserve(self, next_seq: int) -> int:
         """Persist a reservation of `RESERVE_AHEAD` seqs from `next_seq` (never lowering the one on disk)."""
-        with self._cond:
+        with self._state_lock:
             limit = max(self._persisted_next, next_seq + RESERVE_AHEAD)
             if limit > self._persisted_next:
                 self._write_state(limit)
@@ -153,7 +161,7 @@ class DiskSpool(OrderedStore):
             return None
 
     def _producer_of_files(self) -> str | None:
-        for entry in self._entries:
+        for entry in self.recovered:
             batch = self._read(entry)
             if batch is not None:
                 return batch.producer_id
@@ -163,7 +171,8 @@ class DiskSpool(OrderedStore):
         write_atomic(self._state_path, encode_state(self.producer_id, next_seq), self._fsync)
         self._persisted_next = next_seq
 
-    def _persist(self, batch: Batch) -> Entry:
+    def persist(self, batch: Batch) -> Entry:
+        """Write `batch` to its file (see `group` for the directory fsync); in memory only if the write fails."""
         data = encode_batch(batch)
         path = os.path.join(self._batches, file_name(batch))
         try:
@@ -171,7 +180,7 @@ class DiskSpool(OrderedStore):
             self._grouped += 1
         except OSError as exc:
             log.warning("headwater spool: cannot write %s (%s); batch kept in memory only", path, exc)
-            return super()._persist(batch)
+            return MemoryBacking().persist(batch)
         if self.journal.batch_id == batch.batch_id:
             self.journal.sealed(batch.batch_id)
         return Entry(batch.batch_id, batch.first_seq, batch.last_seq, len(batch.events), len(data), path=path)
@@ -186,16 +195,16 @@ class DiskSpool(OrderedStore):
             log.warning("headwater spool: %s is unusable (%s); quarantined", entry.path, exc)
             return None
 
-    def _load(self, entry: Entry) -> Batch | None:
+    def load(self, entry: Entry) -> Batch | None:
+        """The batch of `entry`; None if its file is unusable (moved to quarantine)."""
         batch = self._read(entry)
-        if batch is None:
-            if entry.path is not None:
-                self._move_to_quarantine(entry.path)
-                entry.path = None
-            self._drop(entry, "spool_corrupt")
+        if batch is None and entry.path is not None:
+            self._move_to_quarantine(entry.path)
+            entry.path = None
         return batch
 
-    def _remove(self, entry: Entry) -> None:
+    def remove(self, entry: Entry) -> None:
+        """Unlink the batch file of `entry`, if it has one."""
         if entry.path is not None:
             _unlink(entry.path)
 
@@ -212,7 +221,7 @@ class DiskSpool(OrderedStore):
 
     def close(self, next_seq: int | None = None) -> None:
         """Record the exact next seq (a clean stop leaves no gap) and release the lock; pending files stay."""
-        with self._cond:
+        with self._state_lock:
             if self._lock_file is None:
                 return
             self.journal.close()

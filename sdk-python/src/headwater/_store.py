@@ -1,72 +1,30 @@
-"""Pending batches between sealing and acknowledgement: the storage protocol and its ordered in-memory base.
+"""Pending batches between sealing and acknowledgement: the ordered store over a backing (memory or disk).
 
 Modelled on the OpenTelemetry Collector's persistent queue: batches are appended in seq order, handed to the
 senders oldest first (up to `max_in_flight` at once, each in flight until acked), acked (deleted) after a 200
 or a permanent rejection, released back in place after a retry deadline, or replaced by their halves after a
-413. `MemoryStore` keeps batches in memory (lost with the process); `DiskSpool` (in `_spool`) keeps them in
-files. Bounds: under `backpressure` the batcher waits for room before it seals a batch, so a bound is
-exceeded by at most the one batch being sealed and nothing is ever dropped here; under `drop_oldest` the
-oldest batch not in flight is deleted (counted) to make room.
+413. Where a batch's bytes live is the `Backing`'s business: `MemoryBacking` keeps them in memory (lost with
+the process), `DiskSpool` (in `_spool`) in files. Bounds: under `backpressure` the batcher waits for room
+before it seals a batch, so a bound is exceeded by at most the one batch being sealed and nothing is ever
+dropped here; under `drop_oldest` the oldest batch not in flight is deleted (counted) to make room.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Callable, Protocol
 
 from ._batcher import Batch
-from ._ids import new_producer_id
 
 DropReporter = Callable[[str, int, str], None]  # (reason, event count, detail)
 
 
-class Store(Protocol):
-    """Where sealed batches wait until the gateway acknowledged or permanently rejected them."""
-
-    producer_id: str
-    next_seq: int
-
-    def reserve(self, next_seq: int) -> int:
-        """Persist that seqs below the returned limit (> `next_seq`) may be in use; never returns less."""
-
-    def wait_for_room(self, timeout: float | None) -> bool:
-        """Wait until another batch fits; False on timeout."""
-
-    def append(self, batch: Batch) -> bool:
-        """Keep `batch` (durably, for a spool); False if the overflow policy dropped it."""
-
-    def next_ready(self, timeout: float) -> Batch | None:
-        """The oldest batch not in flight, now in flight; None if none came within `timeout` seconds."""
-
-    def has_room(self) -> bool:
-        """True if another batch fits now (or `drop_oldest` can make room)."""
-
-    def group(self) -> contextlib.AbstractContextManager[None]:
-        """Appends inside this block may share one sync of the spool directory (done when it ends)."""
-
-    def ack(self, batch: Batch) -> None:
-        """Forget `batch`: delivered or permanently rejected."""
-
-    def release(self, batch: Batch) -> None:
-        """Put an in-flight `batch` back at the front: it will be sent again."""
-
-    def replace(self, batch: Batch, parts: Sequence[Batch]) -> None:
-        """Replace an in-flight `batch` by `parts` (the halves of a split), at the front."""
-
-    def stats(self) -> tuple[int, int, int]:
-        """(pending batches, pending events, bytes held)."""
-
-    def close(self, next_seq: int | None = None) -> None:
-        """Release resources (files, locks); pending batches stay on disk for a spool, with `next_seq`."""
-
-
 @dataclasses.dataclass
 class Entry:
-    """One pending batch: its seq range and size, and either the batch itself or the file holding it."""
+    """One pending batch: its seq range and size, and the batch itself and/or the file holding it."""
 
     batch_id: str
     first_seq: int
@@ -78,12 +36,43 @@ class Entry:
     in_flight: bool = False
 
 
-class OrderedStore:
-    """Pending batches in seq order with bounds and an overflow policy; subclasses decide where bytes live."""
+class Backing(Protocol):
+    """Where a store's batches live; called with the store's lock held."""
 
-    def __init__(self, max_batches: int, max_bytes: int, overflow: str, report: DropReporter) -> None:
-        self.producer_id = new_producer_id()
-        self.next_seq = 0
+    def persist(self, batch: Batch) -> Entry:
+        """Keep `batch` (durably, for a spool) and describe it."""
+
+    def load(self, entry: Entry) -> Batch | None:
+        """The batch of `entry`; None if it is unusable (the backing set it aside; the store drops it)."""
+
+    def remove(self, entry: Entry) -> None:
+        """Delete what holds `entry`."""
+
+
+class MemoryBacking:
+    """Batches kept in memory only: lost with the process."""
+
+    def persist(self, batch: Batch) -> Entry:
+        """Describe `batch`, which stays in the entry."""
+        return Entry(batch.batch_id, batch.first_seq, batch.last_seq, len(batch.events), batch.nbytes, batch)
+
+    def load(self, entry: Entry) -> Batch | None:
+        """The batch itself."""
+        return entry.batch
+
+    def remove(self, entry: Entry) -> None:
+        """Nothing to delete in memory."""
+
+
+class Store:
+    """Pending batches in seq order with bounds and an overflow policy, over a backing that holds their bytes.
+
+    `recovered`: entries the backing found at start (a spool's files), queued first in the order given.
+    """
+
+    def __init__(self, backing: Backing, max_batches: int, max_bytes: int, overflow: str, report: DropReporter,
+                 *, recovered: Iterable[Entry] = ()) -> None:
+        self._backing = backing
         self._max_batches = max_batches
         self._max_bytes = max_bytes
         self._overflow = overflow
@@ -97,25 +86,8 @@ class OrderedStore:
         self._ready = threading.Condition(lock)  # a batch to send (the senders wait): woken one per batch
         self._stopped = False
         self._reports: list[tuple[str, int, str]] = []  # drops to report once the lock is released
-
-    # Hooks for subclasses (called with the lock held).
-    def _persist(self, batch: Batch) -> Entry:
-        return Entry(batch.batch_id, batch.first_seq, batch.last_seq, len(batch.events), batch.nbytes, batch)
-
-    def _load(self, entry: Entry) -> Batch | None:
-        return entry.batch
-
-    def _remove(self, entry: Entry) -> None:
-        """Delete what holds `entry`."""
-
-    def reserve(self, next_seq: int) -> int:
-        """In memory nothing outlives the process: every seq is free to use."""
-        return 1 << 62
-
-    @contextlib.contextmanager
-    def group(self) -> Iterator[None]:
-        """Nothing to group in memory."""
-        yield
+        for entry in recovered:
+            self._add(entry)
 
     def has_room(self) -> bool:
         """True if another batch fits now (or `drop_oldest` can make room)."""
@@ -143,7 +115,7 @@ class OrderedStore:
                     if victim is None:
                         break
                     self._drop(victim, "store_full_oldest")
-            self._add(self._persist(batch))
+            self._add(self._backing.persist(batch))
             self._ready.notify()
         self._send_reports()
         return True
@@ -173,7 +145,7 @@ class OrderedStore:
         if entry.in_flight:
             entry.in_flight = False
             self._in_flight.pop(entry.batch_id, None)
-        self._remove(entry)
+        self._backing.remove(entry)
 
     def _drop(self, entry: Entry, reason: str) -> None:
         self._discard(entry)
@@ -195,11 +167,12 @@ class OrderedStore:
                 self._ready.wait(timeout)
                 entry = self._oldest_idle()
             while entry is not None:
-                found = self._load(entry)
-                if found is not None:  # else _load quarantined and dropped it
+                found = self._backing.load(entry)
+                if found is not None:
                     entry.in_flight = True
                     self._in_flight[entry.batch_id] = entry
                     break
+                self._drop(entry, "spool_corrupt")  # the backing set it aside
                 entry = self._oldest_idle()
         self._send_reports()
         return found
@@ -224,7 +197,7 @@ class OrderedStore:
         """Put `parts` where `batch` was (persisted first), then forget the in-flight `batch`."""
         with self._cond:
             entry = self._in_flight.get(batch.batch_id)
-            new = [self._persist(p) for p in parts]
+            new = [self._backing.persist(p) for p in parts]
             at = self._entries.index(entry) if entry is not None else 0
             for part in reversed(new):
                 self._entries.insert(at, part)
@@ -246,13 +219,3 @@ class OrderedStore:
             self._stopped = True
             self._ready.notify_all()
             self._cond.notify_all()
-
-    def close(self, next_seq: int | None = None) -> None:
-        """Nothing to release in memory."""
-
-
-class MemoryStore(OrderedStore):
-    """Pending batches in memory, bounded by a batch count: lost if the process dies."""
-
-    def __init__(self, max_batches: int, overflow: str, report: DropReporter) -> None:
-        super().__init__(max_batches, 1 << 62, overflow, report)

@@ -53,9 +53,9 @@ const registry_js_1 = require("./registry.js");
 const report_js_1 = require("./report.js");
 const store_js_1 = require("./store.js");
 const transport_js_1 = require("./transport.js");
-function openSpool(cfg, report) {
+function openSpool(cfg) {
     try {
-        return new spool_js_1.DiskSpool(cfg.spoolDir, cfg.spoolMaxBytes, cfg.spoolOverflow, cfg.spoolFsync === "always", report, (msg) => process.emitWarning(`headwater: ${msg}`));
+        return new spool_js_1.DiskSpool(cfg.spoolDir, cfg.spoolFsync === "always", (msg) => process.emitWarning(`headwater: ${msg}`));
     }
     catch (err) {
         if (err instanceof errors_js_1.ConfigError)
@@ -111,23 +111,27 @@ class Headwater extends node_events_1.EventEmitter {
         this.config = cfg;
         const ca = readCaBundle(cfg.caBundle); // before the spool is locked
         const report = (reason, n, detail) => this.storeDropped(reason, n, detail);
+        let producerId;
         if (cfg.spoolDir !== null) {
-            this.spool = openSpool(cfg, report);
-            this.store = this.spool;
+            this.spool = openSpool(cfg);
+            this.store = new store_js_1.Store(this.spool, Number.MAX_SAFE_INTEGER, cfg.spoolMaxBytes, cfg.spoolOverflow, report, this.spool.recovered);
+            this.spool.recovered = [];
+            producerId = this.spool.producerId;
             this.nextSeq = this.spool.startSeq;
         }
         else {
-            this.store = new store_js_1.MemoryStore((0, ids_js_1.newProducerId)(), cfg.maxPendingBatches, 2 ** 50, cfg.spoolOverflow, report);
+            this.store = new store_js_1.Store(new store_js_1.MemoryBacking(), cfg.maxPendingBatches, 2 ** 50, cfg.spoolOverflow, report);
+            producerId = (0, ids_js_1.newProducerId)();
             this.nextSeq = 0;
         }
         this.recovered = this.store.stats()[1];
         this.store.onReady = () => this.dispatcher.pump();
         this.parts = {
-            producerId: this.store.producerId,
+            producerId,
             nodeIdJson: JSON.stringify(cfg.nodeId),
             contextJson: Object.keys(cfg.context).length > 0 ? JSON.stringify(cfg.context) : null,
         };
-        this.batcher = new batcher_js_1.Batcher(this.store.producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
+        this.batcher = new batcher_js_1.Batcher(producerId, cfg.maxBatchEvents, cfg.maxBatchBytes);
         this.transport = cfg.transport ?? new transport_js_1.HttpTransport(cfg.endpoint.startsWith("https:"), cfg.maxInFlight, cfg.connectionMaxAgeMs, ca);
         this.gate = new gate_js_1.Gate(cfg.retryRefusedMaxMs, this.abort.signal, (e) => this.fail(e));
         this.window = new limit_js_1.Window(cfg.maxInFlight);
@@ -155,7 +159,7 @@ class Headwater extends node_events_1.EventEmitter {
     }
     /** This producer's id: persisted in the spool directory, else new for each client. */
     get producerId() {
-        return this.store.producerId;
+        return this.parts.producerId;
     }
     /** "open", "closing" or "closed". */
     get state() {
@@ -259,9 +263,10 @@ class Headwater extends node_events_1.EventEmitter {
             this.counters.settle(0, 0, { closed_unsent: unsent });
             this.fail(new errors_js_1.EventsDroppedError("closed_unsent", unsent, "client closed before delivery"));
         }
-        if (this.spool !== undefined)
+        if (this.spool !== undefined) {
             await this.spool.settled();
-        this.store.close(this.nextSeq);
+            this.spool.close(this.nextSeq);
+        }
         this.reporter.close();
         lifecycle.unregister(this);
         return flushed && this.counters.acknowledged >= this.enqueued + this.recovered;

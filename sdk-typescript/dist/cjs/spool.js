@@ -1,6 +1,6 @@
 "use strict";
 /**
- * The disk spool: every sealed batch is a checksummed file until the gateway acknowledged it.
+ * The disk spool: the store's disk backing, every sealed batch a checksummed file until it is acknowledged.
  *
  * Write path: a batch is written to a temporary file off the event loop, fsynced (policy `always`; `never`
  * survives a process crash or kill -9 but not a power loss), renamed into `batches/`, and only then handed
@@ -10,7 +10,8 @@
  * a reservation persisted ahead of use (`SEQ_RESERVATION`), so a seq is never reused after a crash; the unused
  * rest of a reservation shows as a gap after a crash, never after `close()`. A file that fails its checksum is
  * moved to `quarantine/` (the newest 100 are kept) and its events are counted as dropped. One live client
- * owns a directory at a time (`node.lock` holds its pid).
+ * owns a directory at a time (`node.lock` holds its pid). The order, bounds and overflow policy are the
+ * `Store`'s (store.ts), which the client builds over this backing with `recovered`.
  */
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.SUFFIX = exports.DiskSpool = exports.SEQ_RESERVATION = void 0;
@@ -21,15 +22,17 @@ const errors_js_1 = require("./errors.js");
 const ids_js_1 = require("./ids.js");
 const spoolfile_js_1 = require("./spoolfile.js");
 Object.defineProperty(exports, "SUFFIX", { enumerable: true, get: function () { return spoolfile_js_1.SUFFIX; } });
-const store_js_1 = require("./store.js");
 exports.SEQ_RESERVATION = 4096;
 const QUARANTINE_KEEP = 100;
 const MEMORY_COPY_MAX = 32 * 1024 * 1024; // bytes of spooled batches also kept in memory (no re-read)
-/** Pending batches as files in `directory`, bounded by `maxBytes` with an overflow policy. */
-class DiskSpool extends store_js_1.MemoryStore {
+/** Pending batches as files in `directory` (a `Backing`), the producer id and the seq reservation. */
+class DiskSpool {
     fsync;
     warn;
     directory;
+    producerId = "";
+    /** The batch files found at start, in seq order, for the store to queue first. */
+    recovered = [];
     /** The first seq this client may hand out (recovered from the state file and the batch files). */
     startSeq;
     batchesDir;
@@ -43,8 +46,7 @@ class DiskSpool extends store_js_1.MemoryStore {
     persisted = new Map();
     unlinking = new Set();
     tmpCounter = 0;
-    constructor(directory, maxBytes, overflow, fsync, report, warn) {
-        super("", Number.MAX_SAFE_INTEGER, maxBytes, overflow, report);
+    constructor(directory, fsync, warn) {
         this.fsync = fsync;
         this.warn = warn;
         this.directory = (0, node_path_1.resolve)(directory);
@@ -79,7 +81,7 @@ class DiskSpool extends store_js_1.MemoryStore {
                 filesNext = Math.max(filesNext, last + 1);
                 const entry = { batchId, firstSeq: first, lastSeq: last, count: last - first + 1, nbytes: size,
                     batch: undefined, path, state: "ready" };
-                this.add(entry, this.entries.length);
+                this.recovered.push(entry);
             }
             catch {
                 this.quarantine(path);
@@ -101,7 +103,7 @@ class DiskSpool extends store_js_1.MemoryStore {
         }
     }
     producerOfFiles() {
-        for (const entry of this.entries) {
+        for (const entry of this.recovered) {
             const batch = this.read(entry);
             if (batch !== undefined)
                 return batch.producerId;
@@ -147,7 +149,8 @@ class DiskSpool extends store_js_1.MemoryStore {
             this.extending = false;
         });
     }
-    persist(entry, batch) {
+    /** Write `batch` to its file off the event loop; in memory only if the write fails. */
+    persist(entry, batch, kept) {
         const path = (0, node_path_1.join)(this.batchesDir, (0, spoolfile_js_1.fileName)(batch));
         const tmp = `${path}.tmp`;
         const done = (0, spoolfile_js_1.writeTemp)(tmp, (0, spoolfile_js_1.encodeBatch)(batch), this.fsync)
@@ -165,12 +168,7 @@ class DiskSpool extends store_js_1.MemoryStore {
             .catch((err) => this.warn(`cannot write ${path} (${err.message}); batch kept in memory only`))
             .finally(() => {
             this.persisted.delete(entry);
-            if (this.entries.includes(entry)) {
-                if (entry.state === "persisting")
-                    entry.state = "ready";
-                this.onReady();
-            }
-            else if (entry.path !== undefined) {
+            if (!kept() && entry.path !== undefined) {
                 tryUnlink(entry.path); // acked or dropped while it was being written
             }
         });
@@ -190,16 +188,17 @@ class DiskSpool extends store_js_1.MemoryStore {
             return undefined;
         }
     }
+    /** The batch of `entry`; undefined if its file is unusable (moved to quarantine). */
     load(entry) {
         const batch = this.read(entry);
         if (batch === undefined) {
             if (entry.path !== undefined)
                 this.quarantine(entry.path);
             entry.path = undefined;
-            this.drop(entry, "spool_corrupt");
         }
         return batch;
     }
+    /** Unlink the file of `entry`, once the entries in `after` (a split's halves) are on disk. */
     remove(entry, after) {
         if (entry.batch !== undefined && entry.path !== undefined)
             this.memoryBytes -= entry.nbytes;

@@ -1,10 +1,11 @@
 /**
- * Pending batches between sealing and acknowledgement: the ordered in-memory store the disk spool extends.
+ * Pending batches between sealing and acknowledgement: the ordered store over a backing (memory or disk).
  *
  * Modelled on the OpenTelemetry Collector's persistent queue: batches are appended in seq order, become
  * ready once persisted, are handed to the sender (in flight until acked), acked (deleted) after a 200 or a
  * permanent refusal, released back after a retry deadline, or replaced in place by their halves after a 413.
- * Several batches may be in flight at once (`maxInFlight`).
+ * Several batches may be in flight at once (`maxInFlight`). Where a batch's bytes live is the `Backing`'s
+ * business: `MemoryBacking` keeps them in memory (lost with the process), `DiskSpool` (spool.ts) in files.
  */
 import type { Batch } from "./wire.js";
 /** (reason, event count, detail) of events a store dropped. */
@@ -20,19 +21,38 @@ export interface Entry {
     path: string | undefined;
     state: "persisting" | "ready" | "inflight";
 }
-/** Pending batches in seq order, bounded, with an overflow policy; subclasses decide where bytes live. */
-export declare class MemoryStore {
-    protected readonly maxBatches: number;
-    protected readonly maxBytes: number;
-    protected readonly overflow: "backpressure" | "drop_oldest";
-    protected readonly report: DropReporter;
-    producerId: string;
-    protected readonly entries: Entry[];
-    protected bytes: number;
-    protected events: number;
+/** Where a store's batches live: memory, or files for a spool. */
+export interface Backing {
+    /**
+     * Keep `batch` (described by `entry`), now or later; then call `kept`, which returns false when the store no
+     * longer holds the entry (acked or dropped meanwhile): the backing then deletes what it wrote.
+     */
+    persist(entry: Entry, batch: Batch, kept: () => boolean): void;
+    /** The batch of `entry`; undefined if it is unusable (the backing set it aside; the store drops it). */
+    load(entry: Entry): Batch | undefined;
+    /** Delete what holds `entry`; `after`: entries (a split's halves) that must be kept before it goes. */
+    remove(entry: Entry, after: readonly Entry[]): void;
+}
+/** Batches kept in memory only: lost with the process. */
+export declare class MemoryBacking implements Backing {
+    persist(_entry: Entry, _batch: Batch, kept: () => boolean): void;
+    load(entry: Entry): Batch | undefined;
+    remove(_entry: Entry, _after: readonly Entry[]): void;
+}
+/** Pending batches in seq order, bounded, with an overflow policy, over a backing that holds their bytes. */
+export declare class Store {
+    private readonly backing;
+    private readonly maxBatches;
+    private readonly maxBytes;
+    private readonly overflow;
+    private readonly report;
+    private readonly entries;
+    private bytes;
+    private events;
     /** Called when a batch becomes ready to send (the dispatcher pumps). */
     onReady: () => void;
-    constructor(producerId: string, maxBatches: number, maxBytes: number, overflow: "backpressure" | "drop_oldest", report: DropReporter);
+    /** `recovered`: entries the backing found at start (a spool's files), queued first in the order given. */
+    constructor(backing: Backing, maxBatches: number, maxBytes: number, overflow: "backpressure" | "drop_oldest", report: DropReporter, recovered?: readonly Entry[]);
     /** True if a batch of `size` bytes would not fit now and the policy is to push back. */
     full(size: number): boolean;
     /** Keep `batch`; under `drop_oldest`, idle batches are dropped (and reported) until it fits. */
@@ -51,15 +71,13 @@ export declare class MemoryStore {
     durableEvents(): number;
     /** Pending batches that are not in flight. */
     idleCount(): number;
-    /** Release resources; a spool keeps its files for the next client. */
-    close(_nextSeq: number): void;
-    protected persist(entry: Entry, _batch: Batch): void;
-    protected load(entry: Entry): Batch | undefined;
-    protected remove(_entry: Entry, _after: Entry[]): void;
-    protected newEntry(batch: Batch): Entry;
-    protected add(entry: Entry, at: number): void;
-    protected discard(entry: Entry, after?: Entry[]): void;
-    protected drop(entry: Entry, reason: string): void;
+    private persist;
+    private newEntry;
+    private add;
+    private discard;
+    private drop;
     private oldestIdle;
     private find;
 }
+/** The store under the name dispatcher.ts still imports (to go once it imports `Store`). */
+export type MemoryStore = Store;

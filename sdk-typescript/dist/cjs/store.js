@@ -1,32 +1,47 @@
 "use strict";
 /**
- * Pending batches between sealing and acknowledgement: the ordered in-memory store the disk spool extends.
+ * Pending batches between sealing and acknowledgement: the ordered store over a backing (memory or disk).
  *
  * Modelled on the OpenTelemetry Collector's persistent queue: batches are appended in seq order, become
  * ready once persisted, are handed to the sender (in flight until acked), acked (deleted) after a 200 or a
  * permanent refusal, released back after a retry deadline, or replaced in place by their halves after a 413.
- * Several batches may be in flight at once (`maxInFlight`).
+ * Several batches may be in flight at once (`maxInFlight`). Where a batch's bytes live is the `Backing`'s
+ * business: `MemoryBacking` keeps them in memory (lost with the process), `DiskSpool` (spool.ts) in files.
  */
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.MemoryStore = void 0;
-/** Pending batches in seq order, bounded, with an overflow policy; subclasses decide where bytes live. */
-class MemoryStore {
+exports.Store = exports.MemoryBacking = void 0;
+/** Batches kept in memory only: lost with the process. */
+class MemoryBacking {
+    persist(_entry, _batch, kept) {
+        kept();
+    }
+    load(entry) {
+        return entry.batch;
+    }
+    remove(_entry, _after) { }
+}
+exports.MemoryBacking = MemoryBacking;
+/** Pending batches in seq order, bounded, with an overflow policy, over a backing that holds their bytes. */
+class Store {
+    backing;
     maxBatches;
     maxBytes;
     overflow;
     report;
-    producerId;
     entries = [];
     bytes = 0;
     events = 0;
     /** Called when a batch becomes ready to send (the dispatcher pumps). */
     onReady = () => { };
-    constructor(producerId, maxBatches, maxBytes, overflow, report) {
+    /** `recovered`: entries the backing found at start (a spool's files), queued first in the order given. */
+    constructor(backing, maxBatches, maxBytes, overflow, report, recovered = []) {
+        this.backing = backing;
         this.maxBatches = maxBatches;
         this.maxBytes = maxBytes;
         this.overflow = overflow;
         this.report = report;
-        this.producerId = producerId;
+        for (const entry of recovered)
+            this.add(entry, this.entries.length);
     }
     /** True if a batch of `size` bytes would not fit now and the policy is to push back. */
     full(size) {
@@ -54,9 +69,11 @@ class MemoryStore {
         for (const entry of this.entries) {
             if (entry.state !== "ready")
                 continue;
-            const batch = this.load(entry);
-            if (batch === undefined)
-                return this.take(); // load dropped it
+            const batch = this.backing.load(entry);
+            if (batch === undefined) {
+                this.drop(entry, "spool_corrupt"); // the backing set it aside
+                return this.take();
+            }
             entry.state = "inflight";
             return batch;
         }
@@ -103,17 +120,16 @@ class MemoryStore {
     idleCount() {
         return this.entries.filter((e) => e.state !== "inflight").length;
     }
-    /** Release resources; a spool keeps its files for the next client. */
-    close(_nextSeq) { }
-    // Hooks for the disk spool.
-    persist(entry, _batch) {
-        entry.state = "ready";
-        this.onReady();
+    persist(entry, batch) {
+        this.backing.persist(entry, batch, () => {
+            if (!this.entries.includes(entry))
+                return false;
+            if (entry.state === "persisting")
+                entry.state = "ready";
+            this.onReady();
+            return true;
+        });
     }
-    load(entry) {
-        return entry.batch;
-    }
-    remove(_entry, _after) { }
     newEntry(batch) {
         return {
             batchId: batch.batchId,
@@ -138,7 +154,7 @@ class MemoryStore {
         this.entries.splice(at, 1);
         this.bytes -= entry.nbytes;
         this.events -= entry.count;
-        this.remove(entry, after);
+        this.backing.remove(entry, after);
     }
     drop(entry, reason) {
         this.discard(entry);
@@ -151,4 +167,4 @@ class MemoryStore {
         return this.entries.find((e) => e.state === "inflight" && e.batchId === batch.batchId);
     }
 }
-exports.MemoryStore = MemoryStore;
+exports.Store = Store;

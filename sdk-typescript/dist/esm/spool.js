@@ -1,5 +1,5 @@
 /**
- * The disk spool: every sealed batch is a checksummed file until the gateway acknowledged it.
+ * The disk spool: the store's disk backing, every sealed batch a checksummed file until it is acknowledged.
  *
  * Write path: a batch is written to a temporary file off the event loop, fsynced (policy `always`; `never`
  * survives a process crash or kill -9 but not a power loss), renamed into `batches/`, and only then handed
@@ -9,7 +9,8 @@
  * a reservation persisted ahead of use (`SEQ_RESERVATION`), so a seq is never reused after a crash; the unused
  * rest of a reservation shows as a gap after a crash, never after `close()`. A file that fails its checksum is
  * moved to `quarantine/` (the newest 100 are kept) and its events are counted as dropped. One live client
- * owns a directory at a time (`node.lock` holds its pid).
+ * owns a directory at a time (`node.lock` holds its pid). The order, bounds and overflow policy are the
+ * `Store`'s (store.ts), which the client builds over this backing with `recovered`.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { rename, unlink } from "node:fs/promises";
@@ -17,15 +18,17 @@ import { join, resolve } from "node:path";
 import { SpoolLockedError } from "./errors.js";
 import { newProducerId } from "./ids.js";
 import { CorruptFileError, decodeBatch, decodeState, encodeBatch, encodeState, fileName, fsyncDir, parseName, SUFFIX, writeAtomicSync, writeTemp, } from "./spoolfile.js";
-import { MemoryStore } from "./store.js";
 export const SEQ_RESERVATION = 4096;
 const QUARANTINE_KEEP = 100;
 const MEMORY_COPY_MAX = 32 * 1024 * 1024; // bytes of spooled batches also kept in memory (no re-read)
-/** Pending batches as files in `directory`, bounded by `maxBytes` with an overflow policy. */
-export class DiskSpool extends MemoryStore {
+/** Pending batches as files in `directory` (a `Backing`), the producer id and the seq reservation. */
+export class DiskSpool {
     fsync;
     warn;
     directory;
+    producerId = "";
+    /** The batch files found at start, in seq order, for the store to queue first. */
+    recovered = [];
     /** The first seq this client may hand out (recovered from the state file and the batch files). */
     startSeq;
     batchesDir;
@@ -39,8 +42,7 @@ export class DiskSpool extends MemoryStore {
     persisted = new Map();
     unlinking = new Set();
     tmpCounter = 0;
-    constructor(directory, maxBytes, overflow, fsync, report, warn) {
-        super("", Number.MAX_SAFE_INTEGER, maxBytes, overflow, report);
+    constructor(directory, fsync, warn) {
         this.fsync = fsync;
         this.warn = warn;
         this.directory = resolve(directory);
@@ -75,7 +77,7 @@ export class DiskSpool extends MemoryStore {
                 filesNext = Math.max(filesNext, last + 1);
                 const entry = { batchId, firstSeq: first, lastSeq: last, count: last - first + 1, nbytes: size,
                     batch: undefined, path, state: "ready" };
-                this.add(entry, this.entries.length);
+                this.recovered.push(entry);
             }
             catch {
                 this.quarantine(path);
@@ -97,7 +99,7 @@ export class DiskSpool extends MemoryStore {
         }
     }
     producerOfFiles() {
-        for (const entry of this.entries) {
+        for (const entry of this.recovered) {
             const batch = this.read(entry);
             if (batch !== undefined)
                 return batch.producerId;
@@ -143,7 +145,8 @@ export class DiskSpool extends MemoryStore {
             this.extending = false;
         });
     }
-    persist(entry, batch) {
+    /** Write `batch` to its file off the event loop; in memory only if the write fails. */
+    persist(entry, batch, kept) {
         const path = join(this.batchesDir, fileName(batch));
         const tmp = `${path}.tmp`;
         const done = writeTemp(tmp, encodeBatch(batch), this.fsync)
@@ -161,12 +164,7 @@ export class DiskSpool extends MemoryStore {
             .catch((err) => this.warn(`cannot write ${path} (${err.message}); batch kept in memory only`))
             .finally(() => {
             this.persisted.delete(entry);
-            if (this.entries.includes(entry)) {
-                if (entry.state === "persisting")
-                    entry.state = "ready";
-                this.onReady();
-            }
-            else if (entry.path !== undefined) {
+            if (!kept() && entry.path !== undefined) {
                 tryUnlink(entry.path); // acked or dropped while it was being written
             }
         });
@@ -186,16 +184,17 @@ export class DiskSpool extends MemoryStore {
             return undefined;
         }
     }
+    /** The batch of `entry`; undefined if its file is unusable (moved to quarantine). */
     load(entry) {
         const batch = this.read(entry);
         if (batch === undefined) {
             if (entry.path !== undefined)
                 this.quarantine(entry.path);
             entry.path = undefined;
-            this.drop(entry, "spool_corrupt");
         }
         return batch;
     }
+    /** Unlink the file of `entry`, once the entries in `after` (a split's halves) are on disk. */
     remove(entry, after) {
         if (entry.batch !== undefined && entry.path !== undefined)
             this.memoryBytes -= entry.nbytes;
