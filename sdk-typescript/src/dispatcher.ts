@@ -7,7 +7,7 @@ import type { Config } from "./config.js";
 import { type DeliveryError, EventsDroppedError } from "./errors.js";
 import type { Counters } from "./metrics.js";
 import type { Action, Sender } from "./sender.js";
-import type { MemoryStore } from "./store.js";
+import type { Store } from "./store.js";
 import type { Batch } from "./wire.js";
 
 /** Takes ready batches from the store, delivers them, and acks, splits or releases them afterwards. */
@@ -17,7 +17,7 @@ export class Dispatcher {
 
   constructor(
     private readonly cfg: Config,
-    private readonly store: MemoryStore,
+    private readonly store: Store,
     private readonly sender: Sender,
     private readonly durable: boolean,
     private readonly abort: AbortSignal,

@@ -196,6 +196,3 @@ export class Store {
     return this.entries.find((e) => e.state === "inflight" && e.batchId === batch.batchId);
   }
 }
-
-/** The store under the name dispatcher.ts still imports (to go once it imports `Store`). */
-export type MemoryStore = Store;

@@ -6,7 +6,7 @@ import type { Config } from "./config.js";
 import { type DeliveryError } from "./errors.js";
 import type { Counters } from "./metrics.js";
 import type { Sender } from "./sender.js";
-import type { MemoryStore } from "./store.js";
+import type { Store } from "./store.js";
 /** Takes ready batches from the store, delivers them, and acks, splits or releases them afterwards. */
 export declare class Dispatcher {
     private readonly cfg;
@@ -20,7 +20,7 @@ export declare class Dispatcher {
     private readonly afterSend;
     private inFlight;
     private readonly sends;
-    constructor(cfg: Config, store: MemoryStore, sender: Sender, durable: boolean, abort: AbortSignal, counters: Counters, fail: (error: DeliveryError) => void, 
+    constructor(cfg: Config, store: Store, sender: Sender, durable: boolean, abort: AbortSignal, counters: Counters, fail: (error: DeliveryError) => void, 
     /** Called after each send settled: the store may have room for queued batches. */
     afterSend: () => void);
     /** Start sends while fewer than `maxInFlight` are running and batches are ready. */

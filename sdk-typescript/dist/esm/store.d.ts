@@ -79,5 +79,3 @@ export declare class Store {
     private oldestIdle;
     private find;
 }
-/** The store under the name dispatcher.ts still imports (to go once it imports `Store`). */
-export type MemoryStore = Store;
