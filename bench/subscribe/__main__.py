@@ -33,11 +33,12 @@ from typing import Any, NamedTuple
 
 from bench import cpus
 from bench.subscribe import clients, consumers, producer
+from bench.subscribe.server import Keys, Server, start_server
 from bench.subscribe.stats import cpu_seconds, hold_pct, latency_ms, scrape_hold, server_sample
+from common.ports import free_port
 from stack.config import REPO_ROOT, StackConfig
 from stack.launcher import Stack
 from stack.services import services
-from tests.subscribe.harness import Keys, Server, free_port, start_server
 
 PROBES = 10
 PER_PROCESS = 250
