@@ -43,11 +43,11 @@ import aiohttp
 from bench.gateway.costs import cpu_seconds
 from bench.gateway.schemas import schema_cache, schema_doc
 from bench.gateway.workload import Body, Workload
+from bench.private_stack import stack_config
 from common.ports import free_port
 from common.tls import client_context
 from common.write_keys import key_entry
 from stack.certs import CertificateAuthority
-from stack.config import StackConfig
 from stack.launcher import Stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,10 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="headwater-bench-tls-") as state:
         folder = Path(state)
-        cfg = StackConfig.from_env({
-            "HEADWATER_STATE_DIR": state, "HEADWATER_KAFKA_PORT": str(free_port()),
-            "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()), "HEADWATER_REGISTRY_PORT": str(free_port()),
-            "HEADWATER_GATEWAY_PORT": str(free_port())})
+        cfg = stack_config(state)
         stack = Stack(cfg)
         procs: list[subprocess.Popen[bytes]] = []
         try:

@@ -20,7 +20,6 @@ import json
 import os
 import sys
 import tempfile
-from pathlib import Path
 from typing import Any
 
 from bench import cpus
@@ -31,6 +30,7 @@ from bench.gateway.procs import Procs, pin, procs_of
 from bench.gateway.schemas import schema_cache, schema_doc
 from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
+from bench.private_stack import stack_config
 from common.ports import free_port
 from gateway.loop import loop_name
 from gateway.schema_cache import SchemaCache
@@ -132,11 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["HEADWATER_GATEWAY_WORKERS"] = str(workers)
     os.environ.setdefault("HEADWATER_GATEWAY_LOG_LEVEL", "WARNING")
     with tempfile.TemporaryDirectory(prefix="headwater-bench-") as state:
-        cfg = StackConfig.from_env({
-            "HEADWATER_STATE_DIR": str(Path(state)), "HEADWATER_KAFKA_PORT": str(free_port()),
-            "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()), "HEADWATER_REGISTRY_PORT": str(free_port()),
-            "HEADWATER_GATEWAY_PORT": str(free_port()),
-        })
+        cfg = stack_config(state)
         stack = Stack(cfg)
         try:
             print("starting a private stack (Kafka, registry, gateway) ...", flush=True)

@@ -26,10 +26,14 @@ def procs_of(stack: Stack, cfg: StackConfig) -> Procs:
     return Procs([w for w in workers if w], stack.kafka.node(1).process.pid() or 0)
 
 
-def pin(stack: Stack, cfg: StackConfig) -> cpus.CpuPlan | None:
+def pin(stack: Stack, cfg: StackConfig, enabled: bool | None = None,
+        measured: str = "{n} gateway worker(s)") -> cpus.CpuPlan | None:
     """Pin the gateway's workers to the measured core and everything else to the others (bench/cpus.py); None
-    when not pinning (fewer than two CPUs, or HEADWATER_BENCH_PIN=0)."""
-    plan = cpus.plan(os.environ.get("HEADWATER_BENCH_PIN", "1") != "0")
+    when not pinning (fewer than two CPUs, or `enabled` false: by default HEADWATER_BENCH_PIN=0). `measured`
+    names what runs on the measured core in the line printed ({n}: the gateway's workers)."""
+    if enabled is None:
+        enabled = os.environ.get("HEADWATER_BENCH_PIN", "1") != "0"
+    plan = cpus.plan(enabled)
     if plan is None:
         print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
         return None
@@ -42,5 +46,5 @@ def pin(stack: Stack, cfg: StackConfig) -> cpus.CpuPlan | None:
     for pid in workers:
         cpus.pin_threads(pid, plan.measured)
     cpus.pin_threads(os.getpid(), plan.others)
-    print(f"pinning: {plan.describe()} ({len(workers)} gateway worker(s))", flush=True)
+    print(f"pinning: {plan.describe()} ({measured.format(n=len(workers))})", flush=True)
     return plan

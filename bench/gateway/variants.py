@@ -37,9 +37,9 @@ from bench.gateway.procs import pin, procs_of
 from bench.gateway.schemas import schema_cache, schema_doc
 from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
+from bench.private_stack import stack_config
 from common.ports import free_port
 from common.write_keys import key_entry
-from stack.config import StackConfig
 from stack.launcher import Stack
 from stack.topics import EVENTS_TOPIC, TopicSpec, ensure_topics, topic_specs
 
@@ -141,10 +141,7 @@ def main() -> int:
     os.environ["HEADWATER_GATEWAY_WORKERS"] = "1"
     results: dict[str, list[dict[str, float]]] = {n: [] for n in names}
     with tempfile.TemporaryDirectory(prefix="headwater-bench-") as state:
-        cfg = StackConfig.from_env({
-            "HEADWATER_STATE_DIR": state, "HEADWATER_KAFKA_PORT": str(free_port()),
-            "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()), "HEADWATER_REGISTRY_PORT": str(free_port()),
-            "HEADWATER_GATEWAY_PORT": str(free_port())})
+        cfg = stack_config(state)
         stack = Stack(cfg)
         try:
             print("starting a private stack (Kafka, registry) ...", flush=True)
