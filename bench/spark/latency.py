@@ -24,6 +24,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from bench.spark.generate import Encoder, Event, generate
 from common.avro_frame import body_of, read_body
 from common.kafka_produce import produce
+from common.kafka_read import end_offsets
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.enrich import inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
@@ -68,10 +69,8 @@ def consume_aggregates(cfg: PipelineConfig, obs: Observations, stop: threading.E
     consumer = Consumer({"bootstrap.servers": cfg.bootstrap, "group.id": f"bench-{uuid.uuid4()}",
                          "enable.auto.commit": False, "fetch.wait.max.ms": 10})
     try:
-        meta = consumer.list_topics(cfg.aggregates_topic, timeout=10).topics[cfg.aggregates_topic]
-        ends = [TopicPartition(cfg.aggregates_topic, p, consumer.get_watermark_offsets(
-            TopicPartition(cfg.aggregates_topic, p), timeout=10)[1]) for p in meta.partitions]
-        consumer.assign(ends)
+        ends = end_offsets(consumer, cfg.aggregates_topic)  # only the updates made from now on
+        consumer.assign([TopicPartition(cfg.aggregates_topic, p, end) for p, end in ends.items()])
         ready.set()
         while not stop.is_set():
             msg = consumer.poll(0.1)
