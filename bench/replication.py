@@ -18,7 +18,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import socket
 import tempfile
 import time
 from dataclasses import dataclass, replace
@@ -27,6 +26,7 @@ from pathlib import Path
 import headwater
 
 from bench.gateway.warm import WARM_TOPIC, warm_broker
+from common.ports import free_port
 from loadtest.events import EventFactory
 from stack.config import CLUSTER, StackConfig
 from stack.launcher import Stack
@@ -36,11 +36,6 @@ from stack.topics import TopicSpec, ensure_topics, topic_specs
 TICKS = os.sysconf("SC_CLK_TCK")
 TOPICS = {1: "bench.replication.rf1", 3: "bench.replication.rf3"}
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cpu_seconds(pids: list[int]) -> float:

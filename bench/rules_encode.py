@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 
+from common.avro_frame import header
 from spark_pipeline.rules.output import avro_schema, encode_columns
 from spark_pipeline.session import build_session
 
@@ -38,14 +38,14 @@ def rows(spark: SparkSession, n: int) -> DataFrame:
 
 def fastavro_udf(schema: dict[str, Any], schema_id: int) -> Callable[..., Column]:
     parsed = fastavro.parse_schema(schema)
-    header = b"\x00" + struct.pack(">I", schema_id)
+    head = header(schema_id)
     names = [f["name"] for f in schema["fields"]]
 
     def encode(frame: pd.DataFrame) -> pd.Series:
         out = []
         for record in frame.to_dict("records"):
             buf = io.BytesIO()
-            buf.write(header)
+            buf.write(head)
             fastavro.schemaless_writer(buf, parsed, {k: record[k] for k in names})
             out.append(buf.getvalue())
         return pd.Series(out)

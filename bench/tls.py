@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import hashlib
 import json
 import os
 import shutil
@@ -41,12 +40,14 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.gateway.__main__ import _free_port, _schema_cache, _schema_doc
 from bench.gateway.costs import cpu_seconds
+from bench.gateway.schemas import schema_cache, schema_doc
 from bench.gateway.workload import Body, Workload
+from bench.private_stack import stack_config
+from common.ports import free_port
 from common.tls import client_context
+from common.write_keys import key_entry
 from stack.certs import CertificateAuthority
-from stack.config import StackConfig
 from stack.launcher import Stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,14 +64,13 @@ class Gateway:
 
 
 def start_gateway(env: dict[str, str], ca: CertificateAuthority | None, proxy_socket: str = "") -> Gateway:
-    port = _free_port()
-    digest = hashlib.sha256(env["HEADWATER_WRITE_KEY"].encode()).hexdigest()
+    port = free_port()
     extra: dict[str, str] = {}
     if ca is not None:
         cert = ca.issue("gateway")
         extra = {"HEADWATER_GATEWAY_TLS_CERT": str(cert.cert), "HEADWATER_GATEWAY_TLS_KEY": str(cert.key),
                  "HEADWATER_GATEWAY_TLS_CLIENT_CA": str(ca.pem), "HEADWATER_GATEWAY_TRUSTED_PROXY_NAMES": PROXY_NAME}
-    proc_env = {**os.environ, **env, "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{digest}",
+    proc_env = {**os.environ, **env, "HEADWATER_GATEWAY_WRITE_KEYS": key_entry(env["HEADWATER_WRITE_KEY"], "dev"),
                 "HEADWATER_GATEWAY_PORT": str(port), "HEADWATER_GATEWAY_WORKERS": "1",
                 "HEADWATER_GATEWAY_LOG_LEVEL": "WARNING",
                 "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"headwater-bench-tls-{port}",
@@ -155,10 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="headwater-bench-tls-") as state:
         folder = Path(state)
-        cfg = StackConfig.from_env({
-            "HEADWATER_STATE_DIR": state, "HEADWATER_KAFKA_PORT": str(_free_port()),
-            "HEADWATER_KAFKA_CONTROLLER_PORT": str(_free_port()), "HEADWATER_REGISTRY_PORT": str(_free_port()),
-            "HEADWATER_GATEWAY_PORT": str(_free_port())})
+        cfg = stack_config(state)
         stack = Stack(cfg)
         procs: list[subprocess.Popen[bytes]] = []
         try:
@@ -185,7 +182,7 @@ def _run(env: dict[str, str], folder: Path, procs: list[subprocess.Popen[bytes]]
     client = ca.combined_pem(ca.issue(PROXY_NAME, usage="client"))
     plain, tls = start_gateway(env, None, str(folder / "gateway.sock")), start_gateway(env, ca)
     procs += [plain.proc, tls.proc]
-    ports = {name: _free_port() for name in ("ha-http", "ha-tls-front", "ha-tls", "ha-tls-unix")}
+    ports = {name: free_port() for name in ("ha-http", "ha-tls-front", "ha-tls", "ha-tls-unix")}
     haproxies = {
         "ha-http": start_haproxy(folder, "ha-http", haproxy_config(None, plain, ca, client, ports["ha-http"]),
                                  ports["ha-http"]),
@@ -199,11 +196,11 @@ def _run(env: dict[str, str], folder: Path, procs: list[subprocess.Popen[bytes]]
                                      ports["ha-tls-unix"]),
     }
     procs += list(haproxies.values())
-    cache = asyncio.run(_schema_cache(env["REGISTRY_URL"]))
+    cache = asyncio.run(schema_cache(env["REGISTRY_URL"]))
     latest = cache.by_version(cache.routes["page_view"], None)
     if latest is None:
         raise RuntimeError("page_view has no schema in the registry")
-    workload = Workload(json.dumps(_schema_doc(env["REGISTRY_URL"], latest.schema_id)), latest.schema_id)
+    workload = Workload(json.dumps(schema_doc(env["REGISTRY_URL"], latest.schema_id)), latest.schema_id)
     context = client_context(str(ca.pem))
     routes = {  # variant -> (url, client TLS, new connection per batch, gateway process, HAProxy process)
         "gw-http": (f"http://localhost:{plain.port}", False, False, plain.proc, None),

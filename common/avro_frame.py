@@ -22,9 +22,15 @@ class FrameError(ValueError):
     """A value is not Confluent-framed Avro, or its body does not read with its writer schema."""
 
 
+def header(schema_id: int) -> bytes:
+    """The frame's first HEADER_BYTES: magic byte 0 and the schema id as 4 big-endian bytes (an encoder that
+    writes the body into a buffer of its own starts it with these)."""
+    return b"\x00" + schema_id.to_bytes(4, "big")
+
+
 def frame(schema_id: int, body: bytes) -> bytes:
     """Magic byte 0, the schema id as 4 big-endian bytes, the Avro binary."""
-    return b"\x00" + schema_id.to_bytes(4, "big") + body
+    return header(schema_id) + body
 
 
 def schema_id_of(value: bytes) -> int:
@@ -32,6 +38,12 @@ def schema_id_of(value: bytes) -> int:
     if len(value) < HEADER_BYTES or value[0] != MAGIC:
         raise FrameError(f"not Confluent-framed (starts {bytes(value[:HEADER_BYTES]).hex() or 'empty'})")
     return int.from_bytes(value[1:HEADER_BYTES], "big")
+
+
+def body_of(value: bytes) -> bytes:
+    """The Avro binary of a framed value, without its header; FrameError when `value` is not framed."""
+    schema_id_of(value)
+    return value[HEADER_BYTES:]
 
 
 def read_body(body: bytes, parsed: Any, reader: Any = None) -> Any:

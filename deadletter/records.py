@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from common.avro_frame import HEADER_BYTES, read_body
+from common.avro_frame import FrameError, body_of, read_body, schema_id_of
 from gateway.avro_batch import Envelope, read_envelope
 from gateway.records import DeadLetter, Headers
 
@@ -56,7 +56,7 @@ class Letter:
         if self.value.payload_encoding != "avro":
             return None
         try:
-            return read_envelope(self.raw_payload[5:])
+            return read_envelope(body_of(self.raw_payload))
         except (IndexError, ValueError, UnicodeDecodeError):
             return None
 
@@ -132,9 +132,12 @@ def decoded_payload(letter: Letter, reader: Any = None) -> Any:
     if letter.value.payload_encoding == "json":
         return letter.value.payload
     framed = letter.raw_payload
-    schema_id = int.from_bytes(framed[1:5], "big") if len(framed) >= 5 else None
+    try:
+        schema_id: int | None = schema_id_of(framed)
+    except FrameError:
+        schema_id = None
     if reader is not None:
-        return {"schema_id": schema_id, "event": read_body(framed[HEADER_BYTES:], reader)}
+        return {"schema_id": schema_id, "event": read_body(body_of(framed), reader)}
     env = letter.envelope
     if env is None:
         return {"schema_id": schema_id, "unreadable": "no event envelope", "base64": letter.value.payload}

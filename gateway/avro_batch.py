@@ -90,7 +90,7 @@ def _envelopes(events: list[bytes]) -> list[Envelope | None]:
 def _checked_envelope(index: int, framed: bytes) -> Envelope | None:
     """The event's envelope, None if unreadable; 400 `invalid_envelope` if it breaks the JSON path's rules."""
     try:
-        env = read_envelope(framed[5:])
+        env = read_envelope(framed[5:])  # per event: inline, not avro_frame.body_of (frame checked at decode)
     except (IndexError, ValueError):
         return None
     problem = envelope_problem(env)

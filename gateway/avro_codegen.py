@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from common.avro_frame import header
+
 # Where each top-level field of an event record comes from: the event's envelope, the batch, the request.
 _SOURCES = {
     "event_id": "ev.event_id", "event_type": "ev.event_type", "producer_id": "ev.producer_id", "seq": "ev.seq",
@@ -170,7 +172,7 @@ def compile_encoder(schema: dict[str, Any], schema_id: int) -> CompiledEncoder:
         raise Unsupported("an event schema is a record")
     gen = _Gen(schema.get("namespace", ""))
     gen.named[schema["name"]] = schema
-    gen.consts["_frame"] = b"\x00" + schema_id.to_bytes(4, "big")
+    gen.consts["_frame"] = header(schema_id)  # once per schema: each record copies the bytes
     body = ["def encode(ev, parts, props):", "    b = bytearray(_frame)"]
     batch = ["def parts(sent_at, received_at, sdk_name, sdk_version):", "    out = []", "    b = None"]
     run = False  # inside a run of batch-level fields (encoded together, once per batch)

@@ -7,11 +7,9 @@ each needs, and stop it afterwards. Linux only (/proc).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,16 +20,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.ports import free_port
+from common.write_keys import key_entry
 from loadtest.settings import REPO_ROOT
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def children(pid: int) -> list[int]:
@@ -98,7 +93,7 @@ def private_gateway(stack_env: Mapping[str, str], workers: int, extra: Mapping[s
     env = {**os.environ, "KAFKA_BOOTSTRAP": stack_env["KAFKA_BOOTSTRAP"], "REGISTRY_URL": stack_env["REGISTRY_URL"],
            "HEADWATER_GATEWAY_HOST": "127.0.0.1", "HEADWATER_GATEWAY_PORT": str(port),
            "HEADWATER_GATEWAY_WORKERS": str(workers),
-           "HEADWATER_GATEWAY_WRITE_KEYS": f"loadtest:{hashlib.sha256(key.encode()).hexdigest()}",
+           "HEADWATER_GATEWAY_WRITE_KEYS": key_entry(key, "loadtest"),
            "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"headwater-loadtest-{port}",
            "HEADWATER_GATEWAY_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO_ROOT), **(extra or {})}
     log = (log_path or Path(os.devnull)).open("ab")

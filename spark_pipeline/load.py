@@ -6,7 +6,6 @@ Each streaming writer gets its own checkpoint folder under `checkpoint_dir/<quer
 from __future__ import annotations
 
 import json
-import struct
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -14,6 +13,7 @@ from pyspark.sql.avro.functions import to_avro
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+from common.avro_frame import header
 from common.kafka_security import KafkaSecurity
 from spark_pipeline.config import join
 from spark_pipeline.extract import NO_JMX
@@ -39,7 +39,7 @@ AGGREGATE_SCHEMA_JSON = json.dumps(AGGREGATE_SCHEMA)
 
 def confluent_frame(body: Column, schema_id: int) -> Column:
     """Prefix Avro binary with magic byte 0 and the 4-byte big-endian schema id."""
-    return F.concat(F.lit(b"\x00" + struct.pack(">I", schema_id)), body)
+    return F.concat(F.lit(header(schema_id)), body)
 
 
 def aggregate_records(aggregates: DataFrame, schema_id: int) -> DataFrame:

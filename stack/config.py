@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from common.env import env_int
 from common.envfile import state_dir
+from common.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The name of HAProxy's client certificate: the gateways believe X-Forwarded-For only from a connection showing it.
@@ -318,9 +318,7 @@ def _kept_port(env: Mapping[str, str], name: str, default: int, path: Path, gate
         return _int(env, name, default, 1, 65535)
     if path.exists():
         return int(path.read_text())
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(str(port))
     return port

@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import sys
 import time
 import urllib.error
@@ -26,6 +25,7 @@ from typing import Any
 
 import pyspark
 
+from common.ports import free_port
 from stack.process import ManagedProcess
 
 DAEMON_MEMORY = "256m"  # the master's and the worker's own heaps (executors get `worker_memory`)
@@ -40,11 +40,6 @@ def spark_class() -> Path:
     """pyspark's `spark-class` launcher (the PyPI wheel ships Spark's `bin/` and every jar)."""
     return Path(pyspark.__path__[0]) / "bin" / "spark-class"
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class SparkStandalone:

@@ -18,31 +18,25 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import sys
 import tempfile
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from bench import cpus
 from bench.gateway import costs as cost_model
 from bench.gateway.bound import run_bound
 from bench.gateway.load import LoadResult, at_rate, percentile, sustained
+from bench.gateway.procs import Procs, pin, procs_of
+from bench.gateway.schemas import schema_cache, schema_doc
 from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
+from bench.private_stack import stack_config
+from common.ports import free_port
 from gateway.loop import loop_name
-from gateway.schema_cache import HttpRegistry, SchemaCache
+from gateway.schema_cache import SchemaCache
 from stack.config import StackConfig
 from stack.launcher import Stack
-from stack.services import services
 from stack.topics import EVENTS_TOPIC, TopicSpec, ensure_topics, topic_specs
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _env_int(name: str, default: int) -> int:
@@ -51,14 +45,6 @@ def _env_int(name: str, default: int) -> int:
         return int(raw) if raw else default
     except ValueError:
         sys.exit(f"bench: {name}={raw!r} is not an integer")
-
-
-async def _schema_cache(registry_url: str) -> SchemaCache:
-    registry = HttpRegistry(registry_url, 10.0)
-    cache = SchemaCache(registry)
-    await cache.refresh()
-    await registry.close()
-    return cache
 
 
 def _bound(kind: str, bodies: list[Any], cache: SchemaCache, bootstrap: str, plan: cpus.CpuPlan | None) -> float:
@@ -72,7 +58,7 @@ def _bound(kind: str, bodies: list[Any], cache: SchemaCache, bootstrap: str, pla
         os.sched_setaffinity(0, plan.others)
 
 
-def _costs(kind: str, env: dict[str, str], cache: SchemaCache, workload: Workload, *, procs: _Procs,
+def _costs(kind: str, env: dict[str, str], cache: SchemaCache, workload: Workload, *, procs: Procs,
            plan: cpus.CpuPlan | None, concurrency: int) -> dict[str, float]:
     """The cost model of one path (bench/gateway/costs.py), on the measured core like the bound."""
     bodies = workload.bodies(kind, 300)
@@ -86,11 +72,11 @@ def _costs(kind: str, env: dict[str, str], cache: SchemaCache, workload: Workloa
             os.sched_setaffinity(0, plan.others)
     for uvloop in (True, False):
         costs["http" if uvloop else "http_asyncio"] = cost_model.http_cost(
-            workload.bodies(kind, 600), env["HEADWATER_WRITE_KEY"], _free_port(), plan, concurrency, uvloop=uvloop)
+            workload.bodies(kind, 600), env["HEADWATER_WRITE_KEY"], free_port(), plan, concurrency, uvloop=uvloop)
     return {k: round(v, 2) for k, v in costs.items()}
 
 
-def _measured(procs: _Procs, run: Any) -> tuple[LoadResult, float, float]:
+def _measured(procs: Procs, run: Any) -> tuple[LoadResult, float, float]:
     """A load run with the gateway workers' and the broker's CPU seconds over it."""
     w0, b0 = sum(cost_model.cpu_seconds(p) for p in procs.workers), cost_model.cpu_seconds(procs.broker)
     result: LoadResult = asyncio.run(run)
@@ -99,7 +85,7 @@ def _measured(procs: _Procs, run: Any) -> tuple[LoadResult, float, float]:
 
 
 def _phase(kind: str, env: dict[str, str], cache: SchemaCache, workload: Workload, *, seconds: int,
-           concurrency: int, plan: cpus.CpuPlan | None, procs: _Procs) -> dict[str, Any]:
+           concurrency: int, plan: cpus.CpuPlan | None, procs: Procs) -> dict[str, Any]:
     url, key = env["GATEWAY_URL"] + "/v1/batch", env["HEADWATER_WRITE_KEY"]
     print(f"[{kind}] in-process bound ...", flush=True)
     pilot = _bound(kind, workload.bodies(kind, 100), cache, env["KAFKA_BOOTSTRAP"], plan)
@@ -146,24 +132,20 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["HEADWATER_GATEWAY_WORKERS"] = str(workers)
     os.environ.setdefault("HEADWATER_GATEWAY_LOG_LEVEL", "WARNING")
     with tempfile.TemporaryDirectory(prefix="headwater-bench-") as state:
-        cfg = StackConfig.from_env({
-            "HEADWATER_STATE_DIR": str(Path(state)), "HEADWATER_KAFKA_PORT": str(_free_port()),
-            "HEADWATER_KAFKA_CONTROLLER_PORT": str(_free_port()), "HEADWATER_REGISTRY_PORT": str(_free_port()),
-            "HEADWATER_GATEWAY_PORT": str(_free_port()),
-        })
+        cfg = stack_config(state)
         stack = Stack(cfg)
         try:
             print("starting a private stack (Kafka, registry, gateway) ...", flush=True)
             env = stack.up().env
-            plan = _pin(stack, cfg)
-            procs = _procs(stack, cfg)
+            plan = pin(stack, cfg)
+            procs = procs_of(stack, cfg)
             _warm(cfg, procs.broker)
-            cache = asyncio.run(_schema_cache(env["REGISTRY_URL"]))
+            cache = asyncio.run(schema_cache(env["REGISTRY_URL"]))
             latest = cache.by_version(cache.routes["page_view"], None)
             if latest is None:
                 print("bench: page_view has no schema in the registry", file=sys.stderr)
                 return 1
-            schema_text = json.dumps(_schema_doc(env["REGISTRY_URL"], latest.schema_id))
+            schema_text = json.dumps(schema_doc(env["REGISTRY_URL"], latest.schema_id))
             workload = Workload(schema_text, latest.schema_id)
             results = {kind: _phase(kind, env, cache, workload, seconds=seconds, concurrency=concurrency,
                                     plan=plan, procs=procs)
@@ -184,43 +166,6 @@ def _warm(cfg: StackConfig, broker: int) -> None:
     warm = warm_broker(cfg.bootstrap, broker, max_seconds=seconds)
     print(f"broker warmed by {warm.transactions} transactions in {warm.seconds} s: {warm.first_ms_per_txn} -> "
           f"{warm.last_ms_per_txn} ms of its CPU per transaction", flush=True)
-
-
-@dataclass(frozen=True)
-class _Procs:
-    workers: list[int]  # the gateway's worker processes
-    broker: int         # the Kafka broker's JVM
-
-
-def _procs(stack: Stack, cfg: StackConfig) -> _Procs:
-    gateway = next((s.process(cfg).pid() for s in services(cfg) if s.name == "gateway"), None)
-    workers = (cpus.descendants(gateway) or [gateway]) if gateway else []
-    return _Procs([w for w in workers if w], stack.kafka.node(1).process.pid() or 0)
-
-
-def _pin(stack: Stack, cfg: StackConfig) -> cpus.CpuPlan | None:
-    plan = cpus.plan(os.environ.get("HEADWATER_BENCH_PIN", "1") != "0")
-    if plan is None:
-        print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
-        return None
-    others = [p for p in (stack.kafka.node(1).process.pid(), *(s.process(cfg).pid() for s in services(cfg))) if p]
-    for pid in others:
-        cpus.pin_process_tree(pid, plan.others)
-    gateway = next((s.process(cfg).pid() for s in services(cfg) if s.name == "gateway"), None)
-    # One worker runs in the gateway's own process; several are children of a supervisor.
-    workers = (cpus.descendants(gateway) or [gateway]) if gateway else []
-    for pid in workers:
-        cpus.pin_threads(pid, plan.measured)
-    cpus.pin_threads(os.getpid(), plan.others)
-    print(f"pinning: {plan.describe()} ({len(workers)} gateway worker(s))", flush=True)
-    return plan
-
-
-def _schema_doc(registry_url: str, schema_id: int) -> Any:
-    import urllib.request  # noqa: PLC0415
-
-    with urllib.request.urlopen(f"{registry_url}/schemas/ids/{schema_id}", timeout=10) as resp:
-        return json.loads(json.loads(resp.read())["schema"])
 
 
 def _report(results: dict[str, dict[str, Any]], workers: int, concurrency: int, plan: cpus.CpuPlan | None) -> None:

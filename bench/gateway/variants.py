@@ -20,7 +20,6 @@ before the first variant, default 120: bench/gateway/warm.py).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import signal
@@ -32,12 +31,15 @@ import urllib.request
 from pathlib import Path
 
 from bench import cpus
-from bench.gateway.__main__ import _free_port, _pin, _procs, _schema_cache, _schema_doc
 from bench.gateway.costs import cpu_seconds
 from bench.gateway.load import at_rate, percentile, sustained
+from bench.gateway.procs import pin, procs_of
+from bench.gateway.schemas import schema_cache, schema_doc
 from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Workload
-from stack.config import StackConfig
+from bench.private_stack import stack_config
+from common.ports import free_port
+from common.write_keys import key_entry
 from stack.launcher import Stack
 from stack.topics import EVENTS_TOPIC, TopicSpec, ensure_topics, topic_specs
 
@@ -71,10 +73,10 @@ VARIANTS.update({
 
 
 def _start(env: dict[str, str], knobs: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    digest = hashlib.sha256(env["HEADWATER_WRITE_KEY"].encode()).hexdigest()
     proc_env = {**os.environ, "KAFKA_BOOTSTRAP": env["KAFKA_BOOTSTRAP"], "REGISTRY_URL": env["REGISTRY_URL"],
-                "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{digest}", "HEADWATER_GATEWAY_PORT": str(port),
-                "HEADWATER_GATEWAY_WORKERS": "1", "HEADWATER_GATEWAY_LOG_LEVEL": "WARNING",
+                "HEADWATER_GATEWAY_WRITE_KEYS": key_entry(env["HEADWATER_WRITE_KEY"], "dev"),
+                "HEADWATER_GATEWAY_PORT": str(port), "HEADWATER_GATEWAY_WORKERS": "1",
+                "HEADWATER_GATEWAY_LOG_LEVEL": "WARNING",
                 "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"headwater-bench-variant-{port}", **knobs}
     proc = subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT, env=proc_env)
     deadline = time.monotonic() + 90
@@ -100,7 +102,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def _one(env: dict[str, str], knobs: dict[str, str], workload: Workload, *, kind: str, count: int,
          concurrency: int, rate: float | None, plan: cpus.CpuPlan | None, broker: int) -> dict[str, float]:
-    port = _free_port()
+    port = free_port()
     proc = _start(env, knobs, port)
     try:
         if plan is not None:
@@ -139,26 +141,23 @@ def main() -> int:
     os.environ["HEADWATER_GATEWAY_WORKERS"] = "1"
     results: dict[str, list[dict[str, float]]] = {n: [] for n in names}
     with tempfile.TemporaryDirectory(prefix="headwater-bench-") as state:
-        cfg = StackConfig.from_env({
-            "HEADWATER_STATE_DIR": state, "HEADWATER_KAFKA_PORT": str(_free_port()),
-            "HEADWATER_KAFKA_CONTROLLER_PORT": str(_free_port()), "HEADWATER_REGISTRY_PORT": str(_free_port()),
-            "HEADWATER_GATEWAY_PORT": str(_free_port())})
+        cfg = stack_config(state)
         stack = Stack(cfg)
         try:
             print("starting a private stack (Kafka, registry) ...", flush=True)
             env = stack.up().env
-            plan = _pin(stack, cfg)
-            broker = _procs(stack, cfg).broker
+            plan = pin(stack, cfg)
+            broker = procs_of(stack, cfg).broker
             spec = next(s for s in topic_specs(cfg) if s.name == EVENTS_TOPIC)
             ensure_topics(cfg.bootstrap, [TopicSpec(WARM_TOPIC, spec.partitions, spec.config)])
             warm_s = float(os.environ.get("HEADWATER_BENCH_WARM_S", "120"))
             warm = warm_broker(cfg.bootstrap, broker, max_seconds=warm_s, min_transactions=2000 if warm_s else 0)
             print(f"broker warmed by {warm.transactions} transactions: {warm.first_ms_per_txn} -> "
                   f"{warm.last_ms_per_txn} ms of its CPU per transaction", flush=True)
-            cache = asyncio.run(_schema_cache(env["REGISTRY_URL"]))
+            cache = asyncio.run(schema_cache(env["REGISTRY_URL"]))
             latest = cache.by_version(cache.routes["page_view"], None)
             assert latest is not None
-            workload = Workload(json.dumps(_schema_doc(env["REGISTRY_URL"], latest.schema_id)), latest.schema_id)
+            workload = Workload(json.dumps(schema_doc(env["REGISTRY_URL"], latest.schema_id)), latest.schema_id)
             count = int(os.environ.get("HEADWATER_BENCH_BATCHES", "0")) or max(100, seconds * 150)
             for r in range(rounds):
                 for name in names if r % 2 == 0 else list(reversed(names)):

@@ -13,6 +13,7 @@ from typing import Any
 import fastavro
 import zstandard
 
+from common.avro_frame import header
 from gateway.avro_batch import BATCH_SCHEMA
 
 EVENTS_PER_BATCH = 40
@@ -73,7 +74,7 @@ class Workload:
         for ev in self._events():
             rec = {**ev, "sent_at": sent, "received_at": None, "sdk_name": "headwater-bench", "sdk_version": "0"}
             buf = io.BytesIO()
-            buf.write(b"\x00" + self.schema_id.to_bytes(4, "big"))
+            buf.write(header(self.schema_id))
             fastavro.schemaless_writer(buf, self.schema, rec)
             framed.append(buf.getvalue())
         out = io.BytesIO()

@@ -24,7 +24,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,13 +33,9 @@ from typing import Any
 from bench.peers.build import BuildError, build
 from bench.peers.report import print_report, record
 from bench.peers.session import Options, Session
+from bench.private_stack import stack_env
+from common.ports import free_port
 from gateway.config import GatewayConfig
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _env_int(name: str, default: int, lo: int = 0) -> int:
@@ -92,11 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench-peers: {exc}", file=sys.stderr)
         return 1
     with tempfile.TemporaryDirectory(prefix="headwater-peers-") as state:
-        ports = {name: str(_free_port()) for name in (
-            "HEADWATER_KAFKA_PORT", "HEADWATER_KAFKA_CONTROLLER_PORT", "HEADWATER_REGISTRY_PORT",
-            "HEADWATER_GATEWAY_PORT")}
         load_before = os.getloadavg()[0]
-        session = Session(Path(state), {"HEADWATER_STATE_DIR": state, **ports}, binary, _free_port(), opts)
+        session = Session(Path(state), stack_env(state), binary, free_port(), opts)
         results: dict[str, Any] = session.run()
     pinned = results["pinned"]
     note = (f"Gateway at {commit} ({opts.workers} worker(s)) against Benthos v4.27.0, same bodies, A/B interleaved; "

@@ -15,6 +15,7 @@ import fastavro
 import zstandard
 
 from bench.gateway.workload import Body, Workload
+from common.avro_frame import header
 from gateway.avro_batch import BATCH_SCHEMA
 
 _zstd_out = zstandard.ZstdCompressor(level=3)
@@ -52,7 +53,7 @@ def avro_twin(body: Body, schema: Any, schema_id: int) -> Body:
         rec = {**event, "event_id": str(uuid.uuid4()), "sent_at": doc["sent_at"], "received_at": None,
                "sdk_name": doc["sdk"]["name"], "sdk_version": doc["sdk"]["version"]}
         buf = io.BytesIO()
-        buf.write(b"\x00" + schema_id.to_bytes(4, "big"))
+        buf.write(header(schema_id))
         fastavro.schemaless_writer(buf, schema, rec)
         framed.append(buf.getvalue())
     out = io.BytesIO()

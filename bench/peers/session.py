@@ -4,7 +4,6 @@ pinning, the interleaved rounds and the read-back of both topics."""
 from __future__ import annotations
 
 import json
-import os
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ import msgspec
 import zstandard
 
 from bench import cpus
+from bench.gateway.procs import pin
 from bench.gateway.warm import WARM_TOPIC, warm_broker
 from bench.gateway.workload import EVENTS_PER_BATCH, Body, Workload
 from bench.peers import readback
@@ -106,7 +106,7 @@ class Session:
             ensure_topics(self.cfg.bootstrap, [TopicSpec(PEER_TOPIC, spec.partitions, spec.config),
                                                TopicSpec(WARM_TOPIC, spec.partitions, spec.config)])
             schema_id, avro = self._schema(env["REGISTRY_URL"])
-            plan = self._pin()
+            plan = pin(self.stack, self.cfg, self.opts.pin, "the gateway's {n} worker(s), or the peer")
             warm = warm_broker(self.cfg.bootstrap, self.broker.pid() or 0, max_seconds=self.opts.warm_s,
                                min_transactions=2000 if self.opts.warm_s else 0)
             print(f"broker warmed by {warm.transactions} transactions in {warm.seconds} s: its CPU per transaction "
@@ -136,23 +136,6 @@ class Session:
 
     def _gateway_pid(self) -> int | None:
         return next((s.process(self.cfg).pid() for s in services(self.cfg) if s.name == "gateway"), None)
-
-    def _pin(self) -> cpus.CpuPlan | None:
-        plan = cpus.plan(self.opts.pin)
-        if plan is None:
-            print("not pinning CPUs (fewer than two, or HEADWATER_BENCH_PIN=0)", flush=True)
-            return None
-        others = [p for p in (self.broker.pid(), *(s.process(self.cfg).pid() for s in services(self.cfg)))
-                  if p]
-        for pid in others:
-            cpus.pin_process_tree(pid, plan.others)
-        gateway = self._gateway_pid()
-        workers = (cpus.descendants(gateway) or [gateway]) if gateway else []
-        for pid in workers:
-            cpus.pin_threads(pid, plan.measured)
-        cpus.pin_threads(os.getpid(), plan.others)
-        print(f"pinning: {plan.describe()} (the gateway's {len(workers)} worker(s), or the peer)", flush=True)
-        return plan
 
     def _start_peer(self, avro: Any, plan: cpus.CpuPlan | None) -> Peer:
         schema_path = self.state / f"{EVENT_TYPE}.schema.json"

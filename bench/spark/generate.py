@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import random
-import struct
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from typing import Any
 import fastavro
 from confluent_kafka import Producer
 
+from common.avro_frame import header
 from common.kafka_produce import produce as produce_with_deadline
 from common.registry_client import RegistryClient
 from schemas.catalog import load_catalog
@@ -121,7 +121,7 @@ class Encoder:
     def encode(self, event: Event) -> bytes:
         key = (event.event_type, event.version)
         buf = io.BytesIO()
-        buf.write(b"\x00" + struct.pack(">I", self.ids[key]))
+        buf.write(header(self.ids[key]))
         fastavro.schemaless_writer(buf, self.parsed[key], event.record)
         return buf.getvalue()
 

@@ -9,7 +9,6 @@ covers its rank among that key's events.
 from __future__ import annotations
 
 import bisect
-import io
 import json
 import threading
 import time
@@ -23,11 +22,15 @@ import fastavro
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench.spark.generate import Encoder, Event, generate
+from common.avro_frame import body_of, read_body
+from common.kafka_produce import produce
+from common.kafka_read import end_offsets
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.enrich import inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
 
 Key = tuple[int, str, str]  # 10 s window start (ms), event_type, region
+TRANSACTION_S = 30.0  # a batch's transaction: its records enqueued and committed within this
 
 
 @dataclass
@@ -66,10 +69,8 @@ def consume_aggregates(cfg: PipelineConfig, obs: Observations, stop: threading.E
     consumer = Consumer({"bootstrap.servers": cfg.bootstrap, "group.id": f"bench-{uuid.uuid4()}",
                          "enable.auto.commit": False, "fetch.wait.max.ms": 10})
     try:
-        meta = consumer.list_topics(cfg.aggregates_topic, timeout=10).topics[cfg.aggregates_topic]
-        ends = [TopicPartition(cfg.aggregates_topic, p, consumer.get_watermark_offsets(
-            TopicPartition(cfg.aggregates_topic, p), timeout=10)[1]) for p in meta.partitions]
-        consumer.assign(ends)
+        ends = end_offsets(consumer, cfg.aggregates_topic)  # only the updates made from now on
+        consumer.assign([TopicPartition(cfg.aggregates_topic, p, end) for p, end in ends.items()])
         ready.set()
         while not stop.is_set():
             msg = consumer.poll(0.1)
@@ -78,7 +79,7 @@ def consume_aggregates(cfg: PipelineConfig, obs: Observations, stop: threading.E
             now = int(time.time() * 1000)
             value = msg.value()
             assert value is not None
-            row: dict[str, Any] = fastavro.schemaless_reader(io.BytesIO(value[5:]), parsed, parsed)  # type: ignore[assignment]
+            row: dict[str, Any] = read_body(body_of(value), parsed, parsed)
             if row["granularity"] == "10s":
                 key = (int(row["window_start"].timestamp() * 1000), row["event_type"], row["region"])
                 obs.updates[key].append((now, int(row["events"])))
@@ -125,9 +126,10 @@ def send(cfg: PipelineConfig, obs: Observations, *, seconds: float, rate: int, g
             _post(gateway[0], gateway[1], batch)
         elif producer is not None:  # one transaction per batch, like the gateway
             producer.begin_transaction()
+            deadline = time.monotonic() + TRANSACTION_S
             for e in batch:
-                producer.produce(cfg.events_topic, key=e.key, value=encoder.encode(e), headers=e.headers)
-            producer.commit_transaction(30)
+                produce(producer, cfg.events_topic, encoder.encode(e), e.key, e.headers, deadline=deadline)
+            producer.commit_transaction(TRANSACTION_S)
         for e in batch:
             region = node_region.get(str(e.record["node_id"]), "unknown")
             obs.sent[(now - now % 10_000, e.event_type, region)].append(now)

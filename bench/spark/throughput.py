@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +11,7 @@ import fastavro
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql import DataFrame, SparkSession
 
+from common.avro_frame import HEADER_BYTES, read_body, schema_id_of
 from spark_pipeline import aggregate, decode, enrich, extract
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.snapshot import SchemaSnapshot
@@ -43,10 +43,8 @@ def fastavro_decoder(snapshot: SchemaSnapshot) -> Callable[[Iterator[Any]], Iter
         for batch in batches:
             out: dict[str, list[Any]] = {"event_id": [], "event_type": [], "seq": [], "created_at": []}
             for value in batch.column("value").to_pylist():
-                sid = int.from_bytes(value[1:5], "big")
-                writer, reader = parsed[sid]
-                rec: dict[str, Any] = fastavro.schemaless_reader(  # type: ignore[assignment]
-                    io.BytesIO(value[5:]), writer, reader)
+                writer, reader = parsed[schema_id_of(value)]
+                rec: dict[str, Any] = read_body(value[HEADER_BYTES:], writer, reader)
                 out["event_id"].append(str(rec["event_id"]))  # logicalType uuid decodes to uuid.UUID
                 out["event_type"].append(rec["event_type"])
                 out["seq"].append(rec["seq"])

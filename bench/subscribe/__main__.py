@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from bench import cpus
+from bench.private_stack import stack_config
 from bench.subscribe import clients, consumers, producer
+from bench.subscribe.server import Keys, Server, start_server
 from bench.subscribe.stats import cpu_seconds, hold_pct, latency_ms, scrape_hold, server_sample
 from stack.config import REPO_ROOT, StackConfig
 from stack.launcher import Stack
 from stack.services import services
-from tests.subscribe.harness import Keys, Server, free_port, start_server
 
 PROBES = 10
 PER_PROCESS = 250
@@ -195,10 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="headwater-bench-subscribe-") as state:
-        cfg = StackConfig.from_env({
-            "HEADWATER_STATE_DIR": state, "HEADWATER_KAFKA_PORT": str(free_port()),
-            "HEADWATER_KAFKA_CONTROLLER_PORT": str(free_port()), "HEADWATER_REGISTRY_PORT": str(free_port()),
-            "HEADWATER_GATEWAY_PORT": str(free_port())})
+        cfg = stack_config(state)
         stack = Stack(cfg)
         try:
             print("starting a private stack (Kafka, registry) ...", flush=True)

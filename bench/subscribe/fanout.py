@@ -15,7 +15,6 @@ import json
 import multiprocessing as mp
 import os
 import re
-import socket
 import sys
 import time
 from multiprocessing.connection import Connection
@@ -25,6 +24,7 @@ import uvloop
 from aiohttp import web
 
 from bench.subscribe.stats import _pct
+from common.ports import free_port
 from subscribe import hub as hub_module
 from subscribe import metrics, sse
 from subscribe import position as pos
@@ -154,15 +154,10 @@ def clients(port: int, n: int, conn: Connection) -> None:
     uvloop.run(main())
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def run_one(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
-    port = _free_port()
+    port = free_port()
     s_mine, s_theirs = ctx.Pipe()
     c_mine, c_theirs = ctx.Pipe()
     srv = ctx.Process(target=server, args=(port, mode, args, s_theirs), daemon=True)

@@ -17,6 +17,9 @@ from confluent_kafka import Producer
 
 from bench.gateway.workload import page_view
 from common.avro_frame import frame
+from common.kafka_produce import produce
+
+TRANSACTION_S = 30.0  # a transaction: its records enqueued and committed within this
 
 
 def encode(schema: Any, schema_id: int, event: dict[str, Any]) -> bytes:
@@ -42,12 +45,13 @@ def run(bootstrap: str, topic: str, stop: Event, out: Connection, *, schema_doc:
         # the records due by now: a transaction per 1/tx_per_s s, larger when commits are slower than that
         due = max(1, min(rate, int((time.monotonic() - start) * rate) - seq))
         producer.begin_transaction()
-        first = seq
+        first, deadline = seq, time.monotonic() + TRANSACTION_S
         for _ in range(due):
             node = f"node-{rng.randrange(1000)}"
-            producer.produce(topic, encode(schema, schema_id, page_view(rng, seq, producer_id, node)), node.encode())
+            produce(producer, topic, encode(schema, schema_id, page_view(rng, seq, producer_id, node)), node.encode(),
+                    deadline=deadline)
             seq += 1
-        producer.commit_transaction(30)
+        producer.commit_transaction(TRANSACTION_S)
         commits.append((first, seq - 1, time.time()))
         next_at += 1 / tx_per_s
         time.sleep(max(0.0, next_at - time.monotonic()))

@@ -21,9 +21,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from common import kafka_read
 from common.kafka_security import KafkaSecurity
 from spark_pipeline.rules.model import (
     RULES_TOPIC,
@@ -37,7 +39,7 @@ from spark_pipeline.rules.model import (
 )
 
 log = logging.getLogger("spark_pipeline.rules")
-
+LEADER_POLL_S = 0.1  # between two metadata reads while a topic just created has no leader
 
 
 class Named(Protocol):
@@ -75,17 +77,23 @@ def wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) ->
     then fails with NOT_LEADER_FOR_PARTITION or UNKNOWN_TOPIC_OR_PART)."""
     deadline = time.monotonic() + timeout_s
     pending = list(topics)
-    while pending:
-        try:
-            meta = admin.list_topics(timeout=max(1.0, deadline - time.monotonic()))
-        except KafkaException as exc:
-            raise StoreError(f"cannot read the metadata of {', '.join(pending)}: {exc}") from None
-        pending = [t for t in pending if not _led(meta, t)]
-        if not pending:
-            return
-        if time.monotonic() >= deadline:
-            raise StoreError(f"no partition leader for {', '.join(pending)} after {timeout_s:.0f} s")
-        time.sleep(0.1)
+    try:
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(LEADER_POLL_S),
+                                retry=retry_if_exception_type(_Leaderless), reraise=True):
+            with attempt:
+                try:
+                    meta = admin.list_topics(timeout=max(1.0, deadline - time.monotonic()))
+                except KafkaException as exc:
+                    raise StoreError(f"cannot read the metadata of {', '.join(pending)}: {exc}") from None
+                pending = [t for t in pending if not _led(meta, t)]
+                if pending:
+                    raise _Leaderless
+    except _Leaderless:
+        raise StoreError(f"no partition leader for {', '.join(pending)} after {timeout_s:.0f} s") from None
+
+
+class _Leaderless(Exception):
+    """A partition of the topics waited for has no leader yet (retried until the timeout)."""
 
 
 def _led(meta: Any, topic: str) -> bool:
@@ -158,42 +166,30 @@ class TopicFollower(Generic[T]):
         self.timeout_s = timeout_s
         self.latest: dict[str, T] = {}
         self.skipped: dict[str, str] = {}
-        self._consumer = Consumer(_client(
-            bootstrap, security, **{"group.id": f"headwater-rules-{uuid.uuid4().hex}", "enable.auto.commit": False,
-                                    "isolation.level": "read_committed", "auto.offset.reset": "earliest"}))
-        self._partition = TopicPartition(topic, 0, OFFSET_BEGINNING)
-        self._consumer.assign([self._partition])
-        self._position = 0
+        self._consumer = Consumer({
+            **kafka_read.consumer_config(bootstrap, group_id=f"headwater-rules-{uuid.uuid4().hex}"),
+            **(security or KafkaSecurity()).librdkafka()})
+        self._position = kafka_read.OFFSET_BEGINNING  # then the offset after the last one read
 
     def _high(self) -> int:
         """The end offset, retrying the broker's transient refusals (a topic just created) until the timeout."""
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                _, high = self._consumer.get_watermark_offsets(self._partition, timeout=self.timeout_s)
-                return int(high)
-            except KafkaException as exc:
-                if time.monotonic() >= deadline:
-                    raise StoreError(f"cannot read the end offset of {self.topic}: {exc}") from None
-                time.sleep(0.2)
+        try:
+            return kafka_read.end_offsets(self._consumer, self.topic, [0], self.timeout_s)[0]
+        except kafka_read.KafkaReadError as exc:
+            raise StoreError(f"cannot read the end offset of {self.topic}: {exc}") from None
 
     def read_to_end(self) -> dict[str, T | None]:
         high = self._high()
         changed: dict[str, T | None] = {}
-        deadline = time.monotonic() + self.timeout_s
-        while self._position < high:
-            msg = self._consumer.poll(timeout=max(0.1, deadline - time.monotonic()))
-            if msg is None:
-                raise StoreError(f"timed out reading {self.topic} at offset {self._position} of {high}")
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    break
-                if err.retriable() and time.monotonic() < deadline:
-                    continue
-                raise StoreError(f"reading {self.topic}: {err}")
-            self._position = int(msg.offset() or 0) + 1
-            self._apply(msg.key(), msg.value(), changed)
+        try:
+            for msg in kafka_read.drain(self._consumer, self.topic, {0: self._position}, {0: high},
+                                        timeout_s=self.timeout_s, stall_s=self.timeout_s):
+                self._position = int(msg.offset() or 0) + 1
+                self._apply(msg.key(), msg.value(), changed)
+        except kafka_read.KafkaReadError as exc:
+            raise StoreError(f"reading {self.topic}: {exc}") from None
+        # Read to `high`: the offsets left (transaction markers, compacted away) hold no record to read again.
+        self._position = max(self._position, high)
         return changed
 
     def _apply(self, raw_key: bytes | None, value: bytes | None, changed: dict[str, T | None]) -> None:

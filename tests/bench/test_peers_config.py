@@ -15,6 +15,7 @@ from bench.peers.__main__ import gateway_compression
 from bench.peers.config import PATH, PeerSettings, render, render_text
 from bench.peers.readback import avro_event_id, check, json_event_id
 from bench.peers.rounds import capacity, median, net_of_idle, ratios
+from common.avro_frame import frame
 from gateway.config import GatewayConfig
 
 pytestmark = pytest.mark.unit
@@ -61,9 +62,8 @@ def test_the_event_id_is_read_from_the_framed_avro_record_or_its_header() -> Non
                           "viewport": {"width": 1, "height": 2}, "locale": "en", "load_time_ms": 1.0,
                           "utm": {}, "experiment_ids": []}}
     buf = io.BytesIO()
-    buf.write(b"\x00" + (7).to_bytes(4, "big"))
     fastavro.schemaless_writer(buf, schema, rec)
-    assert avro_event_id(buf.getvalue(), None) == rec["event_id"]
+    assert avro_event_id(frame(7, buf.getvalue()), None) == rec["event_id"]
     assert avro_event_id(b"{}", [("producer_id", b"p"), ("event_id", b"e-1")]) == "e-1"
     assert avro_event_id(b"{}", []) is None
     assert json_event_id(b'{"context":{},"event_id":"e-2","x":1}', None) == "e-2"

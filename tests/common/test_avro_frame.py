@@ -11,7 +11,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from common.avro_frame import FrameError, WriterSchemas, frame, read_body, schema_id_of
+from common.avro_frame import FrameError, WriterSchemas, body_of, frame, header, read_body, schema_id_of
 from common.registry_client import RegistryClient, RegistryClientError
 
 SCHEMA = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "string"}, {"name": "n", "type": "long"}]}
@@ -44,6 +44,7 @@ def test_frame_and_schema_id_round_trip() -> None:
     framed = frame(70000, b"body")
     assert framed[:5] == b"\x00\x00\x01\x11\x70" and framed[5:] == b"body"
     assert schema_id_of(framed) == 70000
+    assert framed[:5] == header(70000) and body_of(framed) == b"body"
 
 
 @pytest.mark.unit
@@ -51,6 +52,8 @@ def test_frame_and_schema_id_round_trip() -> None:
 def test_values_that_are_not_framed_raise_frame_error(value: bytes) -> None:
     with pytest.raises(FrameError, match="not Confluent-framed"):
         schema_id_of(value)
+    with pytest.raises(FrameError, match="not Confluent-framed"):
+        body_of(value)
 
 
 @pytest.mark.unit

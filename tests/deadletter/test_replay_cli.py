@@ -19,6 +19,7 @@ import fastavro
 import pytest
 from confluent_kafka import Message
 
+from common.avro_frame import frame, schema_id_of
 from stack.config import REPO_ROOT
 from tests.deadletter.incident import (
     AVRO_TYPE,
@@ -64,7 +65,7 @@ def purchases(schema_text: str, schema_id: int, count: int) -> tuple[list[bytes]
         record["properties"]["coupon_v3"] = "SPRING"
         buf = io.BytesIO()
         fastavro.schemaless_writer(buf, parsed, record)
-        framed.append(b"\x00" + schema_id.to_bytes(4, "big") + buf.getvalue())
+        framed.append(frame(schema_id, buf.getvalue()))
         ids.append(record["event_id"])
     return framed, ids
 
@@ -151,4 +152,4 @@ def test_incident_replay_survives_kill_9_and_writes_each_event_once(incident_env
     headers: dict[str, Any] = dict(view.headers() or [])
     assert headers["producer_id"] == producer.encode() and headers["replayed_from"].startswith(b"headwater.deadletter:")
     assert dict(by_id[purchase_ids[0]].headers() or [])["event_id"] == purchase_ids[0].encode()
-    assert int.from_bytes((view.value() or b"")[1:5], "big") > purchase_id  # encoded with page_view v3
+    assert schema_id_of(view.value() or b"") > purchase_id  # encoded with page_view v3

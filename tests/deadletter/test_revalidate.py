@@ -11,7 +11,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from common.avro_frame import frame
+from common.avro_frame import body_of, frame, read_body
 from deadletter.gateway_code import new_cache
 from deadletter.records import BadRecord, Letter, Selection, decoded_payload, parse
 from deadletter.revalidate import REPLAY_HEADER, RUN_HEADER, StillInvalid, revalidate
@@ -121,7 +121,7 @@ def test_json_replay_is_still_invalid_until_the_version_exists_then_matches_the_
     assert headers[REPLAY_HEADER] == b"headwater.deadletter:1:7" and headers[RUN_HEADER] == b"fix1"
     assert "reason" not in headers
     schema = fastavro.parse_schema(json.loads(registry.by_id[99]["schema"]))
-    decoded: dict[str, Any] = fastavro.schemaless_reader(io.BytesIO(record.value[5:]), schema)  # type: ignore[assignment]
+    decoded: dict[str, Any] = read_body(body_of(record.value), schema)
     received_ms = int(decoded["received_at"].timestamp() * 1000)  # a timestamp-millis logical type
     assert (str(decoded["event_id"]), decoded["seq"], received_ms) == (event["event_id"], 4, 1_790_000_000_000)
     assert decoded["sdk_name"] == "headwater-python" and decoded["properties"]["referrer_v3"] is None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
 import json
 import uuid
 from typing import Any
@@ -13,6 +12,7 @@ import fastavro
 import msgspec
 import pytest
 
+from common.avro_frame import body_of, frame, read_body, schema_id_of
 from gateway.avro_batch import decode_avro_batch, read_envelope
 from gateway.config import Limits
 from gateway.errors import BadRequest, GatewayError, PayloadTooLarge
@@ -95,12 +95,11 @@ def test_mixed_batch_plan(cache: SchemaCache, registry: FakeRegistry) -> None:
     assert topics == ["headwater.events", "dlq", "dlq", "dlq", "headwater.events"]
     first, last = plan.records[0], plan.records[4]
     assert first.key == b"node-m" and last.key == b"user-9"
-    assert first.value[0] == 0
     latest_id, v1_id = registry.id_of("page_view", 2), registry.id_of("page_view", 1)
-    assert int.from_bytes(first.value[1:5], "big") == latest_id
-    assert int.from_bytes(last.value[1:5], "big") == v1_id
+    assert schema_id_of(first.value) == latest_id
+    assert schema_id_of(last.value) == v1_id
     schema = fastavro.parse_schema(json.loads(registry.by_id[latest_id]["schema"]))
-    decoded: Any = fastavro.schemaless_reader(io.BytesIO(first.value[5:]), schema)
+    decoded: Any = read_body(body_of(first.value), schema)
     assert str(decoded["event_id"]) == events[0]["event_id"]
     assert decoded["received_at"] is not None and decoded["sdk_name"] == "headwater-test"
     assert decoded["properties"]["viewport"]["device_pixel_ratio"] == 1.0  # the Avro default
@@ -139,7 +138,7 @@ def test_avro_plan(cache: SchemaCache, registry: FakeRegistry) -> None:
     sid = registry.id_of("page_view", 2)
     text = registry.by_id[sid]["schema"]
     good = avro_event(text, sid, avro_record(page_view(0, "a")))
-    unknown = b"\x00" + (9999).to_bytes(4, "big") + good[5:]
+    unknown = frame(9999, body_of(good))
     corrupt = good[:-7]
     mismatch = avro_event(text, sid, avro_record(page_view(1, "a", event_type="purchase")))
     body = avro_batch([good, unknown, corrupt, mismatch])
@@ -167,7 +166,7 @@ def test_avro_batch_errors(registry: FakeRegistry) -> None:
         decode_avro_batch(avro_batch([good] * 41), Limits())
     with pytest.raises(BadRequest):
         decode_avro_batch(avro_batch([good])[:-3], Limits())
-    env = read_envelope(good[5:])
+    env = read_envelope(body_of(good))
     assert env.event_type == "page_view" and env.seq == 0
 
 
@@ -184,11 +183,11 @@ def test_avro_envelope_is_read_to_sent_at_and_checked_like_json(registry: FakeRe
     sid = registry.id_of("page_view", 2)
     text = registry.by_id[sid]["schema"]
     event = page_view(7, "n")
-    env = read_envelope(avro_event(text, sid, avro_record(event, sent_at=99))[5:])
+    env = read_envelope(body_of(avro_event(text, sid, avro_record(event, sent_at=99))))
     assert (env.seq, env.node_id, env.created_at, env.sent_at) == (7, "node-n", event["created_at"], 99)
     assert envelope_problem(env) is None
     for bad in ({"event_id": "x"}, {"seq": -1}, {"created_at": -1}, {"node_id": "n" * 1025}):
-        env = read_envelope(avro_event(text, sid, avro_record(page_view(**bad)))[5:])
+        env = read_envelope(body_of(avro_event(text, sid, avro_record(page_view(**bad)))))
         assert envelope_problem(env) is not None, bad
     with pytest.raises(BadRequest) as info:
         decode_avro_batch(avro_batch([avro_event(text, sid, avro_record(page_view(seq=-3)))]), Limits())

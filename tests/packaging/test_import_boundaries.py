@@ -1,7 +1,7 @@
 """The arrows between the repository's parts point one way: nothing deployed imports the development tree, `common`
-imports none of the services, the local stack imports nothing that runs on it (demo, load test, benchmarks) and
-the load test not the stack (static check of every import statement, so it also covers imports inside
-functions)."""
+imports none of the services, the local stack imports nothing that runs on it (demo, load test, benchmarks), the
+load test not the stack and the benchmarks not the tests (static check of every import statement, so it also
+covers imports inside functions)."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ ALLOWED = {"gateway": {"gateway", "common"}, "registry": {"registry", "common"},
            "console": {"console", "common"}, "deadletter": {"deadletter", "gateway", "common"},
            "subscribe": {"subscribe", "common"}}
 # What each development part must not import: the stack runs the services and nothing that runs on it; the load
-# test and the demo run against any stack (its stack.env), the demo through the load test's event factory.
+# test and the demo run against any stack (its stack.env), the demo through the load test's event factory; the
+# benchmarks are tools of their own (the tests may import them, never the other way).
 FORBIDDEN = {"stack": {"demo", "deploy", "loadtest", "bench", "tests"},
              "loadtest": {"stack", "demo", "deploy", "bench", "tests"},
-             "demo": {"deploy", "bench", "tests"}, "deploy": {"stack", "demo", "loadtest", "bench", "tests"}}
+             "demo": {"deploy", "bench", "tests"}, "deploy": {"stack", "demo", "loadtest", "bench", "tests"},
+             "bench": {"tests"}}
 
 
 def repo_imports(package: str) -> dict[str, set[str]]:

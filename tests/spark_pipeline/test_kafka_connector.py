@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import struct
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +12,8 @@ import fastavro
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from common.avro_frame import frame
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,9 +34,8 @@ def _topic(bootstrap: str) -> str:
 
 def _framed(record: dict[str, object], schema_id: int) -> bytes:
     buf = io.BytesIO()
-    buf.write(b"\x00" + struct.pack(">I", schema_id))
     fastavro.schemaless_writer(buf, fastavro.parse_schema(SCHEMA), record)
-    return buf.getvalue()
+    return frame(schema_id, buf.getvalue())
 
 
 def _produce(bootstrap: str, topic: str) -> None:

@@ -13,6 +13,7 @@ import fastavro
 import pytest
 
 from bench.spark.generate import Encoder, generate, register_catalog
+from common.avro_frame import frame
 from common.registry_client import RegistryClient
 from spark_pipeline import decode, normalise
 from spark_pipeline.snapshot import SchemaSnapshot, WriterSchema, take_snapshot
@@ -66,10 +67,9 @@ def _record(event_type: str, seq: int, created: Any) -> dict[str, Any]:
 
 
 def _frame(schema: str, schema_id: int, record: dict[str, Any]) -> tuple[bytes, list[tuple[str, bytes]]]:
-    buf = io.BytesIO(b"\x00" + schema_id.to_bytes(4, "big"))
-    buf.seek(5)
+    buf = io.BytesIO()
     fastavro.schemaless_writer(buf, fastavro.parse_schema(json.loads(schema)), record)
-    return buf.getvalue(), [("received_at", str(MS + 7).encode())]
+    return frame(schema_id, buf.getvalue()), [("received_at", str(MS + 7).encode())]
 
 
 def test_odd_schemas_in_the_registry_decode_or_dead_letter_and_the_rest_decodes(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +10,7 @@ import fastavro
 
 from bench.rules import common as rules_common
 from bench.spark.generate import Encoder, Event, generate, produce, register_catalog
+from common.avro_frame import body_of, read_body, schema_id_of
 from spark_pipeline.enrich import inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
 from tests.support.kafka import consume_all
@@ -85,9 +84,8 @@ def live_aggregates(bootstrap: str, topic: str) -> dict[Key, dict[str, Any]]:
     latest: dict[Key, dict[str, Any]] = {}
     for msg in consume_all(bootstrap, topic):
         value = msg.value()
-        assert value is not None and value[0] == 0
-        assert struct.unpack(">I", value[1:5])[0] > 0
-        row: dict[str, Any] = fastavro.schemaless_reader(io.BytesIO(value[5:]), parsed, parsed)  # type: ignore[assignment]
+        assert value is not None and schema_id_of(value) > 0
+        row: dict[str, Any] = read_body(body_of(value), parsed, parsed)
         start = int(row["window_start"].timestamp() * 1000)
         latest[(row["granularity"], start, row["event_type"], row["region"])] = row
     return latest

@@ -3,9 +3,7 @@ one per configuration profile (limits, timeouts, a dead broker...), started on f
 
 from __future__ import annotations
 
-import hashlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +11,9 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+
+from common.ports import free_port
+from common.write_keys import key_entry
 
 from .tcpproxy import CuttableProxy
 from .vectors import REPO
@@ -38,13 +39,6 @@ PROFILES: dict[str, dict[str, str]] = {
     "registry_down": {"REGISTRY_URL": "{registry_proxy}", "HEADWATER_GATEWAY_REGISTRY_TIMEOUT_S": "1"},
 }
 START_TIMEOUT_S = 120.0
-
-
-def free_port() -> int:
-    """A free loopback port (nothing listens on it afterwards)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class GatewayPool:
@@ -73,8 +67,7 @@ class GatewayPool:
 
     def _launch(self, profile: str) -> tuple[str, subprocess.Popen[bytes], str, CuttableProxy | None]:
         port = free_port()
-        keys = (f"conformance:{hashlib.sha256(WRITE_KEY.encode()).hexdigest()},"
-                f"conformance_revoked:{hashlib.sha256(REVOKED_KEY.encode()).hexdigest()}:revoked")
+        keys = f"{key_entry(WRITE_KEY, 'conformance')},{key_entry(REVOKED_KEY, 'conformance_revoked', revoked=True)}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
         env.update({k: v for k, v in self.stack_env.items() if k in ("KAFKA_BOOTSTRAP", "REGISTRY_URL",
                                                                        "DEADLETTER_TOPIC", "EVENTS_TOPIC")})

@@ -7,10 +7,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from common.ports import free_port
 from stack.config import StackConfig
 from stack.launcher import Stack
-
-from .gateways import free_port
 
 
 @contextlib.contextmanager

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import struct
 import uuid
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
@@ -18,6 +17,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from bench.spark.generate import Event, generate
+from common.avro_frame import body_of, read_body, schema_id_of
 from common.registry_client import RegistryClient
 from spark_pipeline.__main__ import main
 from spark_pipeline.rules import model, store
@@ -155,9 +155,9 @@ def test_encode_columns_is_confluent_framed_avro(spark: SparkSession) -> None:
     row = encode_columns(df, 77, ("window", "region")).collect()[0]
     assert json.loads(row.key) == {"window": {"start": "2026-01-01T00:00:00.000Z", "end": "2026-01-01T00:01:00.000Z"},
                                    "region": "eu"}
-    assert row.value[0] == 0 and struct.unpack(">I", row.value[1:5])[0] == 77
+    assert schema_id_of(row.value) == 77
     parsed = fastavro.parse_schema(avro_schema("r", df.schema))
-    record: Any = fastavro.schemaless_reader(io.BytesIO(row.value[5:]), parsed)
+    record: Any = read_body(body_of(row.value), parsed)
     assert record["region"] == "eu" and record["views"] == 3
     assert record["window"]["end"].minute == 1
 

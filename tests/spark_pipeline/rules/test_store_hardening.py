@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from spark_pipeline.rules.model import Rule, RuleStatus
 from spark_pipeline.rules.store import StoreError, TopicFollower, wait_for_leaders
@@ -32,6 +32,9 @@ class Message:
     def offset(self) -> int:
         return self.at
 
+    def partition(self) -> int:
+        return 0
+
     def error(self) -> None:
         return None
 
@@ -42,16 +45,22 @@ class FakeConsumer:
     refusals: int = 0  # NOT_LEADER_FOR_PARTITION answers before the broker has a leader
     read: int = 0
 
-    def get_watermark_offsets(self, partition: Any, timeout: float) -> tuple[int, int]:
+    def get_watermark_offsets(self, partition: Any, timeout: float, cached: bool = False) -> tuple[int, int]:
         if self.refusals:
             self.refusals -= 1
             raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
         return 0, len(self.records)
 
-    def poll(self, timeout: float) -> Message:
-        key, value = self.records[self.read]
-        self.read += 1
-        return Message(key, value, self.read - 1)
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.read = max(0, partitions[0].offset)
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        got = [Message(*self.records[at], at) for at in range(self.read, len(self.records))][:num_messages]
+        self.read += len(got)
+        return got
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(p.topic, p.partition, self.read) for p in partitions]
 
     def close(self) -> None:
         pass
