@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import LocalGateway
+from .local_gateway import LocalGateway
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,9 @@ import time
 import headwater
 import pytest
 
-from .helpers import LocalGateway, wait_until
+from tests.support.wait import wait_for
+
+from .local_gateway import LocalGateway
 from .proxy import OutageProxy
 
 pytestmark = pytest.mark.integration
@@ -31,7 +33,7 @@ def test_producers_resume_within_seconds_after_a_refused_outage() -> None:
         for i in range(200):
             c.track("during", {"i": i})
         # retried until the backoff reached its cap several times over (0.5, 1, 2, then 2 s at most)
-        assert wait_until(lambda: c.metrics().retries >= 6, timeout_s=60)
+        wait_for("6 retries", lambda: c.metrics().retries >= 6, 60, interval_s=0.005)
         proxy.up()
         back = time.monotonic()
         assert c.flush(60)

@@ -9,7 +9,7 @@ import headwater
 import pytest
 from headwater import Request, Urllib3Transport
 
-from .helpers import LocalGateway
+from .local_gateway import LocalGateway
 
 pytestmark = pytest.mark.integration
 

@@ -6,12 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from headwater import ConfigError, SpoolLockedError
 from headwater._batcher import Batch
 from headwater._ids import uuid7
 from headwater._spool import DiskSpool
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 pytestmark = pytest.mark.unit
 
