@@ -23,12 +23,7 @@ from typing import Any
 
 from stack.config import REPO_ROOT
 from subscribe.keys import new_read_key
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.ports import free_port as free_port  # noqa: PLC0414 (re-exported: bench/subscribe imports it)
 
 
 @dataclass
