@@ -42,6 +42,7 @@ from spark_pipeline.rules.store import RuleStore
 from tests.sdk_events import Decoder
 from tests.spark_pipeline.truth import new_topic, produce_events
 from tests.support.kafka import consume_all
+from tests.support.wait import wait_for as support_wait_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -66,14 +67,8 @@ def probe_sleep(value, ms):
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout_s: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(1.0)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+    """tests/support/wait.py's wait, polled once a second (a micro-batch's pace) with this module's long default."""
+    return support_wait_for(what, check, timeout_s, interval_s=1.0)
 
 
 def install_plugin(folder: Path) -> Path:
