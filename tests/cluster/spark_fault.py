@@ -26,6 +26,7 @@ from stack.spark_standalone import SparkStandalone
 from tests.cluster.spark_recipe import REPO_ROOT, Recipe, offsets_json
 from tests.spark_pipeline.test_crash_recovery import committed
 from tests.spark_pipeline.truth import Key, live_aggregates, new_topic
+from tests.support.events import page_view_properties
 from tests.support.kafka import end_offsets
 from tests.support.wait import wait_for as support_wait_for
 
@@ -36,10 +37,7 @@ WAIT_S = 600.0
 
 
 def page_view(i: int, run: str) -> dict[str, Any]:
-    return {"url": f"https://shop.example.com/p/{i}", "path": f"/p/{i}", "referrer": None, "title": run,
-            "user_agent": "headwater-spark-fault", "user_id": f"u-{i % 97}", "session_id": run,
-            "viewport": {"width": 1280, "height": 720, "device_pixel_ratio": 1.0}, "locale": "en-GB",
-            "utm": {}, "load_time_ms": float(i % 500), "experiment_ids": []}
+    return page_view_properties(i, run, user_agent="headwater-spark-fault")
 
 
 def wait_for(what: str, check: Any, timeout: float = WAIT_S, job: subprocess.Popen[bytes] | None = None,

@@ -12,6 +12,7 @@ import headwater
 import pytest
 
 from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.events import page_view_properties
 from tests.support.kafka import end_offsets
 
 from .proxy import OutageProxy
@@ -29,10 +30,7 @@ def gateway(stack_env: dict[str, str]) -> dict[str, str]:
 
 
 def page_view(i: int, run: str) -> dict[str, Any]:
-    return {"url": f"https://shop.example.com/p/{i}", "path": f"/p/{i}", "referrer": None, "title": run,
-            "user_agent": "headwater-sdk-test", "user_id": f"u-{i % 97}", "session_id": run,
-            "viewport": {"width": 1280, "height": 720, "device_pixel_ratio": 1.0}, "locale": "en-GB",
-            "utm": {}, "load_time_ms": 12.5, "experiment_ids": []}
+    return page_view_properties(i, run, user_agent="headwater-sdk-test", load_time_ms=12.5)
 
 
 def test_ten_thousand_events_arrive_exactly_once_per_seq(gateway: dict[str, str], tmp_path: Path) -> None:
