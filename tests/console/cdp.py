@@ -14,6 +14,8 @@ from typing import Any
 
 import websocket
 
+from tests.support.processes import stop
+
 
 class Browser:
     def __init__(self, profile: Path, width: int = 1400, height: int = 1500) -> None:
@@ -99,9 +101,4 @@ class Browser:
         try:
             self.ws.close()
         finally:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+            stop(self.proc, 20)

@@ -14,9 +14,10 @@ import pytest
 
 from tests.certs import TestCA
 from tests.gateway.helpers import WRITE_KEY, batch, dumps, json_headers, page_view, zstd
-from tests.support.gateway import gateway_env, running, start_gateway, wait_serving
+from tests.support.gateway import gateway_env, start_gateway
 from tests.support.kafka import consume_all, end_offsets
 from tests.support.ports import free_port
+from tests.support.processes import running, wait_serving
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration

@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from stack.kafka_acls import ADMIN, Names
 from stack.secrets import StackSecrets
 from stack.security import KafkaTls, client_config, format_arguments, listener_properties, provision
+from tests.support import processes
 from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -88,9 +89,4 @@ def start(folder: Path, timeout_s: float = 300.0) -> SecureKafka:
 
 
 def stop(kafka: SecureKafka) -> None:
-    kafka.process.terminate()
-    try:
-        kafka.process.wait(60)
-    except subprocess.TimeoutExpired:
-        kafka.process.kill()
-        kafka.process.wait(10)
+    processes.stop(kafka.process, 60)

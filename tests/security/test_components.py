@@ -21,9 +21,10 @@ from schemas.catalog import load_catalog
 from schemas.register import register_catalog
 from tests.gateway.helpers import WRITE_KEY, batch, dumps, json_headers, page_view, zstd
 from tests.security.broker import SecureKafka
-from tests.support.gateway import start_gateway, start_service, stop, wait_serving
+from tests.support.gateway import start_gateway
 from tests.support.keys import gateway_keys
 from tests.support.ports import free_port
+from tests.support.processes import start_service, stop, wait_serving
 
 pytestmark = pytest.mark.integration
 

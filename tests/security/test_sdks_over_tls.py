@@ -19,9 +19,10 @@ import pytest
 from tests.certs import TestCA
 from tests.sdk_events import EVENTS_TOPIC, arrived
 from tests.support.events import page_view_properties
-from tests.support.gateway import gateway_env, start_gateway, wait_serving
+from tests.support.gateway import gateway_env, start_gateway
 from tests.support.kafka import end_offsets
 from tests.support.ports import free_port
+from tests.support.processes import wait_serving
 from tests.support.producers import producer_env
 
 pytestmark = pytest.mark.integration
