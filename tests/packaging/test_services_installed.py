@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from common.registry_client import RegistryClient
 from tests.packaging.installs import Installed, install
+from tests.support.events import batch, page_view
 from tests.support.keys import key_entry
 from tests.support.ports import free_port
 from tests.support.processes import stop, wait_serving
@@ -64,12 +64,7 @@ def test_the_installed_gateway_starts_and_commits_a_batch(gateway_venv: Installe
                                 stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_serving(f"http://127.0.0.1:{port}/readyz", proc, 90)
-        event = {"event_id": str(uuid.uuid4()), "event_type": "page_view", "producer_id": str(uuid.uuid4()),
-                 "seq": 0, "node_id": "node-0001", "created_at": int(time.time() * 1000), "context": {},
-                 "properties": {"url": "https://example.com/", "path": "/", "title": "Home", "user_agent": "ua",
-                                "session_id": "s1", "viewport": {"width": 1280, "height": 720}, "locale": "en"}}
-        body = {"batch_id": str(uuid.uuid4()), "sent_at": int(time.time() * 1000),
-                "sdk": {"name": "packaging-test", "version": "0"}, "events": [event]}
+        body = batch(page_view(0, node_id="node-0001", context={}), sdk="packaging-test")
         import urllib.request
 
         req = urllib.request.Request(
