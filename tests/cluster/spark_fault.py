@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import statistics
 import subprocess
 import threading
@@ -28,6 +27,7 @@ from tests.spark_pipeline.test_crash_recovery import committed
 from tests.spark_pipeline.truth import Key, live_aggregates, new_topic
 from tests.support.events import page_view_properties
 from tests.support.kafka import end_offsets
+from tests.support.processes import stop
 from tests.support.wait import wait_for as support_wait_for
 
 PRODUCERS = 3
@@ -184,14 +184,8 @@ class FaultRun:
         return (folder / "commits" / str(batch)).stat().st_mtime - (folder / "offsets" / str(batch)).stat().st_mtime
 
     def stop_job(self) -> None:
-        if self.job is None or self.job.poll() is not None:
-            return
-        os.killpg(self.job.pid, signal.SIGTERM)
-        try:
-            self.job.wait(120)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.job.pid, signal.SIGKILL)
-            self.job.wait(30)
+        if self.job is not None:
+            stop(self.job, 120, group=True, kill_wait_s=30)
 
     def replay(self) -> Replayed:
         output = self.tmp / "replay"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import ssl
 import subprocess
 import sys
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from stack.config import REPO_ROOT
 from tests.support.wait import wait_for
@@ -44,14 +46,25 @@ def wait_serving(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 120
     wait_for(url, serving, timeout_s, interval_s=interval_s, alive=running(proc, log))
 
 
-def stop(proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
-    """SIGTERM, then SIGKILL if the process has not exited after `timeout_s`."""
-    proc.terminate()
+def stop(proc: subprocess.Popen[Any], timeout_s: float = 60.0, *, sig: int = signal.SIGTERM, group: bool = False,
+         kill_wait_s: float = 10.0) -> None:
+    """`sig` (SIGTERM), then SIGKILL if the process has not exited after `timeout_s`; nothing if it already exited.
+    `group`: signal its whole process group (a process started with start_new_session, e.g. Spark's JVM below)."""
+    if proc.poll() is not None:
+        return
+
+    def send(s: int) -> None:
+        if group:
+            os.killpg(proc.pid, s)
+        else:
+            proc.send_signal(s)
+
+    send(sig)
     try:
         proc.wait(timeout_s)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
+        send(signal.SIGKILL)
+        proc.wait(kill_wait_s)
 
 
 def log_text(path: Path) -> str:

@@ -42,6 +42,7 @@ from spark_pipeline.rules.store import RuleStore
 from tests.sdk_events import Decoder
 from tests.spark_pipeline.truth import new_topic, produce_events
 from tests.support.kafka import consume_all
+from tests.support.processes import stop
 from tests.support.wait import wait_for as support_wait_for
 
 if TYPE_CHECKING:
@@ -117,13 +118,8 @@ class Pipeline:
         self.proc.wait(60)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)
-            try:
-                self.proc.wait(120)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(60)
+        if self.proc is not None:
+            stop(self.proc, 120, sig=signal.SIGINT, group=True, kill_wait_s=60)
 
     def commits(self) -> int:
         """The live query's committed micro-batches (its checkpoint's commit log)."""
