@@ -10,7 +10,7 @@ SETUP ?= setup
 PYTEST_DURATIONS ?= --durations=25
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-.PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-pythons lint clean \
+.PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-sdk-python test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos chaos-rules \
 	setup-haproxy test-cluster test-long chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
 
@@ -54,11 +54,12 @@ lint: $(SETUP)
 	@$(VENV)/bin/mypy .
 	@$(VENV)/bin/ruff check sdk-python
 	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/src
+	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/tests
 	@$(VENV)/bin/mypy --strict --config-file sdk-python/pyproject.toml sdk-python/conformance
 
 # The test session starts its own broker on free ports (or uses HEADWATER_TEST_STACK_ENV=.headwater/stack.env).
-# Go and TypeScript SDK checks, the Python SDK on its other Pythons, then pytest (which includes the conformance
-# vectors of every SDK and the gateway: tests/conformance/).
+# Go and TypeScript SDK checks, the Python SDK's own tests (sdk-python/tests/) on this Python and on its others, then
+# pytest (which includes the conformance vectors of every SDK and the gateway: tests/conformance/).
 # Each chunk is timed (tests/support/chunk.py): .headwater/test-times.txt gets the seconds per chunk and per test
 # folder (tests/support/times.py); only this full run writes it (narrower runs: .headwater/test-times-last.txt).
 CHUNKS_LOG := .headwater/test-chunks.txt
@@ -68,8 +69,14 @@ test: setup setup-haproxy
 	@$(CHUNK) lint $(MAKE) --no-print-directory lint SETUP=
 	@$(CHUNK) test-go $(MAKE) --no-print-directory test-go SETUP=
 	@$(CHUNK) test-ts $(MAKE) --no-print-directory test-ts SETUP=
+	@$(CHUNK) test-sdk-python $(MAKE) --no-print-directory test-sdk-python SETUP=
 	@$(CHUNK) test-pythons $(MAKE) --no-print-directory test-pythons SETUP=
 	@HEADWATER_TEST_CHUNKS=$(CHUNKS_LOG) $(PY) -m pytest $(PYTEST_DURATIONS) $(PYTEST_ARGS)
+
+# The Python SDK's own unit tests (sdk-python/tests/, no stack) on this Python (3.11); its integration tests against
+# the real gateway and Kafka are in tests/sdk_python/ (pytest).
+test-sdk-python: $(SETUP)
+	@cd sdk-python && $(abspath $(PY)) -m pytest -q tests
 
 # The Python SDK's unit tests on Python 3.9 and 3.13 (pyenv's; skipped, saying so, where they are absent).
 test-pythons: $(SETUP)
@@ -81,6 +88,7 @@ test-ts: $(SETUP)
 		&& node scripts/build.mjs check && node --test build/test/*.test.js
 
 test-unit: setup
+	@$(MAKE) --no-print-directory test-sdk-python SETUP=
 	@$(PY) -m pytest -m unit $(PYTEST_ARGS)
 
 test-integration: setup

@@ -20,6 +20,7 @@ import headwater
 from loadtest.kafka_scan import scan
 from loadtest.reconcile import Report, Tally
 from stack.topics import EVENTS_TOPIC
+from tests.support.events import page_view_properties
 from tests.support.wait import wait_for
 
 # What must never happen: an event dropped, a batch refused, an event rejected.
@@ -57,10 +58,8 @@ class CountingTransport:
 
 
 def page_view(i: int, run: str) -> dict[str, Any]:
-    return {"url": f"https://shop.example.com/p/{i}", "path": f"/p/{i}", "referrer": None, "title": run,
-            "user_agent": "headwater-cluster-test", "user_id": f"u-{i % 97}", "session_id": run,
-            "viewport": {"width": 1280, "height": 720, "device_pixel_ratio": 1.0}, "locale": "en-GB",
-            "utm": {}, "load_time_ms": 12.5, "experiment_ids": []}
+    """The page_view properties this fleet tracks (tests/support/events.py's, with its own user agent)."""
+    return page_view_properties(i, run, user_agent="headwater-cluster-test", load_time_ms=12.5)
 
 
 class Fleet:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import statistics
 import subprocess
 import threading
@@ -26,7 +25,9 @@ from stack.spark_standalone import SparkStandalone
 from tests.cluster.spark_recipe import REPO_ROOT, Recipe, offsets_json
 from tests.spark_pipeline.test_crash_recovery import committed
 from tests.spark_pipeline.truth import Key, live_aggregates, new_topic
+from tests.support.events import page_view_properties
 from tests.support.kafka import end_offsets
+from tests.support.processes import stop
 from tests.support.wait import wait_for as support_wait_for
 
 PRODUCERS = 3
@@ -36,10 +37,7 @@ WAIT_S = 600.0
 
 
 def page_view(i: int, run: str) -> dict[str, Any]:
-    return {"url": f"https://shop.example.com/p/{i}", "path": f"/p/{i}", "referrer": None, "title": run,
-            "user_agent": "headwater-spark-fault", "user_id": f"u-{i % 97}", "session_id": run,
-            "viewport": {"width": 1280, "height": 720, "device_pixel_ratio": 1.0}, "locale": "en-GB",
-            "utm": {}, "load_time_ms": float(i % 500), "experiment_ids": []}
+    return page_view_properties(i, run, user_agent="headwater-spark-fault")
 
 
 def wait_for(what: str, check: Any, timeout: float = WAIT_S, job: subprocess.Popen[bytes] | None = None,
@@ -186,14 +184,8 @@ class FaultRun:
         return (folder / "commits" / str(batch)).stat().st_mtime - (folder / "offsets" / str(batch)).stat().st_mtime
 
     def stop_job(self) -> None:
-        if self.job is None or self.job.poll() is not None:
-            return
-        os.killpg(self.job.pid, signal.SIGTERM)
-        try:
-            self.job.wait(120)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.job.pid, signal.SIGKILL)
-            self.job.wait(30)
+        if self.job is not None:
+            stop(self.job, 120, group=True, kill_wait_s=30)
 
     def replay(self) -> Replayed:
         output = self.tmp / "replay"

@@ -9,7 +9,6 @@ import signal
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
 from typing import Any
 
 import headwater
@@ -18,15 +17,10 @@ import pytest
 from stack.launcher import Stack
 from stack.services import subscribe_service
 from tests.subscribe.harness import post_page_views
+from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 
-
-def wait_for(check: Callable[[], bool], timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.1)
 
 
 def serving(profile: Stack) -> int:
@@ -54,10 +48,11 @@ def test_a_subscriber_resumes_on_the_other_instance_after_a_kill(cluster: tuple[
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        wait_for(lambda: sum(int(r["scur"] or 0) for k, r in profile.haproxy.server_stats().items()
-                             if k.startswith("subscribers/subscribe-")) == 1)
+        wait_for("one open stream through HAProxy",
+                 lambda: sum(int(r["scur"] or 0) for k, r in profile.haproxy.server_stats().items()
+                             if k.startswith("subscribers/subscribe-")) == 1, 120)
         sent = post_page_views(env["GATEWAY_URL"], env["HEADWATER_WRITE_KEY"], 200, marker)
-        wait_for(lambda: len(got) >= 50)
+        wait_for("50 events", lambda: len(got) >= 50, 120)
         victim = serving(profile)
         pid = subscribe_service(profile.cfg, victim).process(profile.cfg).pid()
         assert pid is not None
@@ -78,5 +73,6 @@ def test_haproxy_never_logs_a_read_key_given_in_the_query(cluster: tuple[Stack, 
     with urllib.request.urlopen(url, timeout=30) as resp:
         assert resp.status == 200 and resp.readline().startswith(b"retry: ")
     log = profile.haproxy.log_file
-    wait_for(lambda: "/v1/streams/deadletter" in log.read_text(errors="replace"), 60)  # logged at the stream's end
+    wait_for("the stream's log line",  # logged at the stream's end
+             lambda: "/v1/streams/deadletter" in log.read_text(errors="replace"), 60)
     assert token not in log.read_text(errors="replace")

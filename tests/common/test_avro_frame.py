@@ -13,6 +13,7 @@ import pytest
 
 from common.avro_frame import FrameError, WriterSchemas, body_of, frame, header, read_body, schema_id_of
 from common.registry_client import RegistryClient, RegistryClientError
+from tests.support.fake_registry import FakeRegistry, FakeRegistryClient
 
 SCHEMA = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "string"}, {"name": "n", "type": "long"}]}
 
@@ -23,20 +24,12 @@ def body(record: dict[str, Any], schema: Any = SCHEMA) -> bytes:
     return out.getvalue()
 
 
-class FakeRegistry(RegistryClient):
-    """Answers `GET /schemas/ids/<id>` from a dict and counts the calls."""
-
-    def __init__(self, schemas: dict[int, Any]) -> None:
-        super().__init__("http://fake")
-        self.schemas = schemas
-        self.calls = 0
-
-    def call(self, method: str, path: str, body: Any = None, **query: Any) -> Any:
-        self.calls += 1
-        sid = int(path.rsplit("/", 1)[1])
-        if sid not in self.schemas:
-            raise RegistryClientError(404, 40403, "Schema not found")
-        return {"schema": json.dumps(self.schemas[sid])}
+def fake_registry(schemas: dict[int, Any]) -> FakeRegistryClient:
+    """A registry client answering `GET /schemas/ids/<id>` for `schemas` only (its fake counts the calls)."""
+    registry = FakeRegistry(catalog=False)
+    for sid, schema in schemas.items():
+        registry.add(f"s{sid}", 1, sid, json.dumps(schema))
+    return FakeRegistryClient(registry)
 
 
 @pytest.mark.unit
@@ -58,17 +51,17 @@ def test_values_that_are_not_framed_raise_frame_error(value: bytes) -> None:
 
 @pytest.mark.unit
 def test_decode_fetches_each_writer_schema_once() -> None:
-    registry = FakeRegistry({7: SCHEMA})
+    registry = fake_registry({7: SCHEMA})
     schemas = WriterSchemas(registry)
     for n in range(3):
         assert schemas.decode(frame(7, body({"a": "x", "n": n}))) == {"a": "x", "n": n}
-    assert registry.calls == 1
+    assert len(registry.registry.calls) == 1
     assert schemas.raw(7) == SCHEMA
 
 
 @pytest.mark.unit
 def test_unknown_ids_and_unreadable_bodies_raise() -> None:
-    schemas = WriterSchemas(FakeRegistry({7: SCHEMA}))
+    schemas = WriterSchemas(fake_registry({7: SCHEMA}))
     with pytest.raises(RegistryClientError) as caught:
         schemas.decode(frame(8, b""))
     assert caught.value.not_found

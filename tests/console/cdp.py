@@ -14,6 +14,9 @@ from typing import Any
 
 import websocket
 
+from tests.support.processes import stop
+from tests.support.wait import wait_for
+
 
 class Browser:
     def __init__(self, profile: Path, width: int = 1400, height: int = 1500) -> None:
@@ -79,15 +82,11 @@ class Browser:
         return result["result"].get("value")
 
     def wait_for(self, expression: str, timeout_s: float = 60.0) -> Any:
-        """Evaluate until truthy; the last value."""
-        deadline = time.monotonic() + timeout_s
-        value = None
-        while time.monotonic() < deadline:
-            value = self.evaluate(expression)
-            if value:
-                return value
-            time.sleep(0.5)
-        raise AssertionError(f"{expression} still {value!r} after {timeout_s}s; page errors: {self.errors}")
+        """Evaluate until truthy; the last value. A timeout's failure lists the page's errors too."""
+        try:
+            return wait_for(expression, lambda: self.evaluate(expression), timeout_s, interval_s=0.5)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; page errors: {self.errors}") from None
 
     def screenshot(self, path: Path) -> Path:
         data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
@@ -99,9 +98,4 @@ class Browser:
         try:
             self.ws.close()
         finally:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+            stop(self.proc, 20)

@@ -16,6 +16,7 @@ from gateway.errors import KafkaUnavailable
 from gateway.producer import kafka_config
 from gateway.records import KafkaRecord
 from tests.gateway.helpers import FakeProducer
+from tests.support.ports import refused_port
 from tests.support.wait import wait_for, wait_until
 
 TIMED_OUT = KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit timed out", retriable=True))
@@ -95,11 +96,7 @@ def test_a_commit_in_doubt_replaces_the_producer_without_trying_an_abort() -> No
 @pytest.mark.integration
 def test_librdkafka_logs_go_through_the_python_logger(caplog: pytest.LogCaptureFixture) -> None:
     """A producer aimed at a closed port: librdkafka's FAIL lines arrive as records of `gateway.librdkafka`."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # bound, never listening: connections are refused
+    with refused_port() as port:  # bound, never listening: connections are refused
         config = kafka_config(f"127.0.0.1:{port}", "log-test", 2.0, 4.0)
         assert isinstance(config["logger"], logging.Logger)
         producer = Producer(config)

@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from gateway.auth import credentials, hash_key, new_write_key, parse_keys
+from gateway.auth import credentials, new_write_key, parse_keys
 from gateway.config import ConfigError, GatewayConfig
 from gateway.connections import ConnectionRecycler
 from gateway.errors import Forbidden, Unauthorized
+from tests.support.keys import gateway_keys, key_entry
 
 pytestmark = pytest.mark.unit
 KEY = new_write_key()
 BASE = {"KAFKA_BOOTSTRAP": "127.0.0.1:9092", "REGISTRY_URL": "http://127.0.0.1:8081/",
-        "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{hash_key(KEY)}"}
+        **gateway_keys(KEY)}
 
 
 def test_defaults_and_overrides() -> None:
@@ -51,7 +52,7 @@ def test_errors_name_the_variable(env: dict[str, str], variable: str) -> None:
 def test_keys_file(tmp_path: Path) -> None:
     other = new_write_key()
     path = tmp_path / "keys"
-    path.write_text(f"# comment\nweb:{hash_key(other)}\nold:{hash_key('x' * 40)}:revoked\n")
+    path.write_text(f"# comment\n{key_entry(other, 'web')}\n{key_entry('x' * 40, 'old', revoked=True)}\n")
     cfg = GatewayConfig.from_env({**BASE, "HEADWATER_GATEWAY_WRITE_KEYS_FILE": str(path)})
     assert cfg.keys.sources() == {"dev", "web", "old"}
     assert cfg.keys.authenticate(f"Bearer {other}") == "web"
@@ -66,7 +67,7 @@ def test_credentials_forms() -> None:
     for bad in (None, "", "Bearer", "Token abc", "Basic !!!", "Basic " + base64.b64encode(b":pw").decode()):
         with pytest.raises(Unauthorized):
             credentials(bad)
-    store = parse_keys(f"dev:{hash_key(KEY)}")
+    store = parse_keys(key_entry(KEY))
     with pytest.raises(Unauthorized):
         store.authenticate("Bearer hw_other")
 

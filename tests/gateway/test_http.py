@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from gateway.app import build_app
-from gateway.auth import hash_key, parse_keys
+from gateway.auth import parse_keys
 from gateway.config import GatewayConfig, Limits
 from gateway.server import make_runner
 from tests.gateway.helpers import (
@@ -29,6 +29,7 @@ from tests.gateway.helpers import (
     page_view,
     zstd,
 )
+from tests.support.keys import key_entry
 from tests.support.ports import free_port
 from tests.support.wait import wait_until
 
@@ -37,7 +38,7 @@ REVOKED = "hw_revoked-key-0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def make_cfg(**overrides: Any) -> GatewayConfig:
-    keys = parse_keys(f"dev:{hash_key(WRITE_KEY)},old:{hash_key(REVOKED)}:revoked")
+    keys = parse_keys(f"{key_entry(WRITE_KEY)},{key_entry(REVOKED, 'old', revoked=True)}")
     cfg = GatewayConfig(host="127.0.0.1", port=free_port(), workers=1, bootstrap="unused:1",
                         registry_url="http://unused", keys=keys,
                         limits=Limits(max_ratio=20), commit_window_ms=1.0, body_timeout_s=0.5,

@@ -4,36 +4,23 @@ every worker's certificate, and the socket removed at shutdown."""
 
 from __future__ import annotations
 
-import os
 import signal
 import ssl
-import subprocess
-import sys
-import time
 import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
-from gateway.auth import hash_key
 from tests.certs import TestCA
 from tests.gateway.helpers import WRITE_KEY, batch, dumps, json_headers, page_view, zstd
+from tests.support.gateway import gateway_env, start_gateway
 from tests.support.kafka import consume_all, end_offsets
 from tests.support.ports import free_port
+from tests.support.processes import running, wait_serving
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _wait_for(check: object, proc: subprocess.Popen[bytes], what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the gateway exited"
-        if callable(check) and check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _post(opener: urllib.request.OpenerDirector, url: str, body: bytes, headers: dict[str, str]) -> int:
@@ -64,29 +51,20 @@ def test_tls_and_proxy_socket_in_a_real_gateway(bootstrap: str, registry_url: st
     server = ca.issue("gateway")
     port = free_port()
     sock_path = str(tmp_path / "gateway.sock")
-    env = {**os.environ, "KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url,
-           "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{hash_key(WRITE_KEY)}", "HEADWATER_GATEWAY_PORT": str(port),
-           "HEADWATER_GATEWAY_WORKERS": "2", "HEADWATER_GATEWAY_TLS_CERT": str(server.cert),
-           "HEADWATER_GATEWAY_TLS_KEY": str(server.key), "HEADWATER_GATEWAY_PROXY_SOCKET": sock_path,
-           "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"tls-{uuid.uuid4().hex[:8]}"}
+    env = gateway_env(bootstrap, registry_url, port, WRITE_KEY, HEADWATER_GATEWAY_WORKERS="2",
+                      HEADWATER_GATEWAY_TLS_CERT=str(server.cert), HEADWATER_GATEWAY_TLS_KEY=str(server.key),
+                      HEADWATER_GATEWAY_PROXY_SOCKET=sock_path,
+                      HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX=f"tls-{uuid.uuid4().hex[:8]}")
     url = f"https://localhost:{port}"
-    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=ssl.create_default_context(
-        cafile=str(ca.pem))))
+    context = ssl.create_default_context(cafile=str(ca.pem))
+    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
     marker = uuid.uuid4().hex
     start = end_offsets(bootstrap, "headwater.events")
     log_path = tmp_path / "gateway.log"
     with log_path.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "gateway"], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                cwd=REPO)
+        proc = start_gateway(env, out)
         try:
-            def ready() -> bool:
-                try:
-                    with opener.open(url + "/readyz", timeout=2) as resp:
-                        return bool(resp.status == 200)
-                except OSError:
-                    return False
-
-            _wait_for(ready, proc, "/readyz over HTTPS")
+            wait_serving(url + "/readyz", proc, 120, context=context, interval_s=0.2)
             hdrs = json_headers(WRITE_KEY)
             assert _post(opener, url, zstd(dumps(batch(page_view(0, marker)))),
                          {**hdrs, "X-Forwarded-For": "6.6.6.6"}) == 200
@@ -98,8 +76,9 @@ def test_tls_and_proxy_socket_in_a_real_gateway(bootstrap: str, registry_url: st
             assert ips == [str(b"10.1.2.3"), str(b"127.0.0.1")]
 
             proc.send_signal(signal.SIGHUP)
-            _wait_for(lambda: log_path.read_text().count("reloaded the TLS certificate") == 2, proc,
-                      "both workers to reload")
+            wait_for("both workers to reload",
+                     lambda: log_path.read_text().count("reloaded the TLS certificate") == 2, 120, interval_s=0.2,
+                     alive=running(proc))
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)

@@ -11,16 +11,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.ports import free_port
-
-__all__ = ["Installed", "free_port", "install", "stop", "wait_http_200"]
+__all__ = ["Installed", "install"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IGNORED = shutil.ignore_patterns("__pycache__", "build", "*.egg-info", ".mypy_cache")
@@ -65,32 +60,3 @@ def install(tmp: Path, project: str, *siblings: str) -> Installed:
     installed.run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile",
                   "-c", REPO_ROOT / "constraints.txt", src / project, timeout=600)
     return installed
-
-
-
-def wait_http_200(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 90.0) -> None:
-    """Until GET `url` answers 200; AssertionError when the process exits first or time runs out."""
-    deadline = time.monotonic() + timeout_s
-    last = "no answer"
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"exited with {proc.returncode} before {url} answered 200"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except urllib.error.HTTPError as exc:
-            last = f"HTTP {exc.code}"
-        except OSError as exc:
-            last = str(exc)
-        time.sleep(0.3)
-    raise AssertionError(f"{url} not ready after {timeout_s}s ({last})")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -18,8 +17,11 @@ import zstandard
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from common.registry_client import RegistryClient
-from tests.packaging.installs import Installed, free_port, install, stop, wait_http_200
+from tests.packaging.installs import Installed, install
+from tests.support.events import batch, page_view
 from tests.support.keys import key_entry
+from tests.support.ports import free_port
+from tests.support.processes import stop, wait_serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # includes a pip install per venv
 WRITE_KEY = "hw_packaging-test-key-0123456789abcdefghijklmnop"
@@ -61,13 +63,8 @@ def test_the_installed_gateway_starts_and_commits_a_batch(gateway_venv: Installe
         proc = subprocess.Popen([str(gateway_venv.bin("headwater-gateway"))], cwd=gateway_venv.workdir, env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_http_200(f"http://127.0.0.1:{port}/readyz", proc)
-        event = {"event_id": str(uuid.uuid4()), "event_type": "page_view", "producer_id": str(uuid.uuid4()),
-                 "seq": 0, "node_id": "node-0001", "created_at": int(time.time() * 1000), "context": {},
-                 "properties": {"url": "https://example.com/", "path": "/", "title": "Home", "user_agent": "ua",
-                                "session_id": "s1", "viewport": {"width": 1280, "height": 720}, "locale": "en"}}
-        body = {"batch_id": str(uuid.uuid4()), "sent_at": int(time.time() * 1000),
-                "sdk": {"name": "packaging-test", "version": "0"}, "events": [event]}
+        wait_serving(f"http://127.0.0.1:{port}/readyz", proc, 90)
+        body = batch(page_view(0, node_id="node-0001", context={}), sdk="packaging-test")
         import urllib.request
 
         req = urllib.request.Request(
@@ -78,7 +75,7 @@ def test_the_installed_gateway_starts_and_commits_a_batch(gateway_venv: Installe
         with urllib.request.urlopen(req, timeout=30) as resp:
             assert resp.status == 200, resp.read()
     finally:
-        stop(proc)
+        stop(proc, 30)
     assert proc.returncode == 0, (tmp_path / "gateway.log").read_text()[-3000:]
     assert WRITE_KEY not in (tmp_path / "gateway.log").read_text()
 
@@ -110,14 +107,14 @@ def test_the_installed_registry_starts_and_serves_a_registration(registry_venv: 
         proc = subprocess.Popen([str(registry_venv.bin("headwater-registry"))], cwd=registry_venv.workdir, env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_http_200(f"http://127.0.0.1:{port}/ready", proc)
+        wait_serving(f"http://127.0.0.1:{port}/ready", proc, 90)
         client = RegistryClient(f"http://127.0.0.1:{port}", timeout_s=30)
         schema = json.dumps({"type": "record", "name": "packaged", "namespace": "test", "fields": []})
         schema_id = client.register("test.packaged", schema)
         assert client.version("test.packaged", "latest")["id"] == schema_id
         assert client.exists(schema_id) and not client.exists(schema_id + 10_000)
     finally:
-        stop(proc)
+        stop(proc, 30)
     assert proc.returncode == 0, (tmp_path / "registry.log").read_text()[-3000:]
 
 
@@ -136,13 +133,13 @@ def test_the_installed_console_serves_its_page(console_venv: Installed, bootstra
         proc = subprocess.Popen([str(console_venv.bin("headwater-console"))], cwd=console_venv.workdir, env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_http_200(f"http://127.0.0.1:{port}/", proc)
+        wait_serving(f"http://127.0.0.1:{port}/", proc, 90)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
             assert b"<canvas" in resp.read()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/charts.js", timeout=10) as resp:
             assert resp.status == 200 and len(resp.read()) > 100  # the static files ship as package data
     finally:
-        stop(proc)
+        stop(proc, 30)
 
 
 @pytest.fixture(scope="module")
@@ -162,12 +159,12 @@ def test_the_installed_subscription_server_serves_streams(subscribe_venv: Instal
         proc = subprocess.Popen([str(subscribe_venv.bin("headwater-subscribe"))], cwd=subscribe_venv.workdir,
                                 env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_http_200(f"http://127.0.0.1:{port}/readyz", proc)
+        wait_serving(f"http://127.0.0.1:{port}/readyz", proc, 90)
         req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/streams/event.page_view",
                                      headers={"Authorization": f"Bearer {key}"})
         with urllib.request.urlopen(req, timeout=30) as resp:
             assert resp.headers["Content-Type"].startswith("text/event-stream")
             assert resp.readline().startswith(b"retry: ")
     finally:
-        stop(proc)
+        stop(proc, 30)
     assert key not in (tmp_path / "subscribe.log").read_text()

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from common.registry_client import RegistryClient
-from stack.config import REPO_ROOT
 from tests.support.ports import free_port
+from tests.support.processes import start_service, stop, wait_serving
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
@@ -29,27 +26,13 @@ def registry_process(stack_env: dict[str, str], log_dir: Path) -> Iterator[Regis
     env = {**os.environ, "KAFKA_BOOTSTRAP": stack_env["KAFKA_BOOTSTRAP"], "SCHEMAS_TOPIC": stack_env["SCHEMAS_TOPIC"],
            "REGISTRY_PORT": str(port), "REGISTRY_HOST": "127.0.0.1"}
     with open(log_dir / f"registry-{port}.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "registry"], env=env, cwd=REPO_ROOT, stdout=log,
-                                stderr=subprocess.STDOUT)
+        proc = start_service("registry", env, log)
     client = RegistryClient(f"http://127.0.0.1:{port}", timeout_s=30)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                client.call("GET", "/ready")
-                break
-            except Exception:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"registry on {port} did not start; see {log_dir}") from None
-                time.sleep(0.2)
+        wait_serving(f"{client.url}/ready", proc, 60, log=log_dir / f"registry-{port}.log", interval_s=0.2)
         yield client
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 15)
 
 
 def schema(*fields: str) -> str:

@@ -10,11 +10,11 @@ from urllib.parse import urlsplit
 
 import headwater
 import pytest
+from hwconformance.tcpproxy import CuttableProxy
 
 from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.events import page_view_properties
 from tests.support.kafka import end_offsets
-
-from .proxy import OutageProxy
 
 pytestmark = pytest.mark.integration
 
@@ -29,10 +29,7 @@ def gateway(stack_env: dict[str, str]) -> dict[str, str]:
 
 
 def page_view(i: int, run: str) -> dict[str, Any]:
-    return {"url": f"https://shop.example.com/p/{i}", "path": f"/p/{i}", "referrer": None, "title": run,
-            "user_agent": "headwater-sdk-test", "user_id": f"u-{i % 97}", "session_id": run,
-            "viewport": {"width": 1280, "height": 720, "device_pixel_ratio": 1.0}, "locale": "en-GB",
-            "utm": {}, "load_time_ms": 12.5, "experiment_ids": []}
+    return page_view_properties(i, run, user_agent="headwater-sdk-test", load_time_ms=12.5)
 
 
 def test_ten_thousand_events_arrive_exactly_once_per_seq(gateway: dict[str, str], tmp_path: Path) -> None:
@@ -54,8 +51,7 @@ def test_ten_thousand_events_arrive_exactly_once_per_seq(gateway: dict[str, str]
 
 def test_gateway_down_for_a_while_and_back(gateway: dict[str, str], tmp_path: Path) -> None:
     target = urlsplit(gateway["GATEWAY_URL"])
-    proxy = OutageProxy(target.hostname or "127.0.0.1", target.port or 80)
-    proxy.up()
+    proxy = CuttableProxy(target.hostname or "127.0.0.1", target.port or 80)
     run = f"run-{uuid.uuid4()}"
     start = end_offsets(gateway["KAFKA_BOOTSTRAP"], EVENTS_TOPIC)
     try:
@@ -64,17 +60,17 @@ def test_gateway_down_for_a_while_and_back(gateway: dict[str, str], tmp_path: Pa
                                   on_error=lambda e: None)
         for i in range(500):
             client.track("page_view", page_view(i, run))
-        proxy.down()
+        proxy.cut()
         for i in range(500, 1_500):
             client.track("page_view", page_view(i, run))
         assert not client.flush(5)  # the gateway is unreachable: nothing more is acknowledged
         assert client.metrics().retries > 0
-        proxy.up()
+        proxy.restore()
         assert client.flush(120), client.metrics()
         producer = client.producer_id
         assert client.close(30)
     finally:
-        proxy.down()
+        proxy.cut()
     assert client.metrics().dropped == {}
     by_seq = arrived(gateway, producer, 1_500, start)
     assert sorted(by_seq) == list(range(1_500))

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import LocalGateway
+from tests.support.wait import wait_for
+
+from .local_gateway import LocalGateway
 
 pytestmark = pytest.mark.integration
 
@@ -56,11 +58,9 @@ def lines(path: Path) -> list[str]:
     return path.read_text().split("\n")[:-1] if path.exists() else []  # a torn last line is dropped
 
 
-def wait_for(path: Path, marker: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while marker not in lines(path):
-        assert time.monotonic() < deadline, f"{marker!r} never came"
-        time.sleep(0.002)
+def wait_line(path: Path, marker: str, timeout: float = 60) -> None:
+    """Wait until the producer wrote `marker` as a whole line (polled every 2 ms: the kill's moment matters)."""
+    wait_for(repr(marker), lambda: marker in lines(path), timeout, interval_s=0.002)
 
 
 def kill_and_restart(tmp_path: Path, mode: str, moment: str, rng: random.Random) -> None:
@@ -71,11 +71,11 @@ def kill_and_restart(tmp_path: Path, mode: str, moment: str, rng: random.Random)
         proc = subprocess.Popen([sys.executable, str(tmp_path / "producer.py"), gw.url, str(spool), mode, str(out),
                                  "3000"], stderr=subprocess.PIPE, text=True)
         try:
-            wait_for(out, "start")
+            wait_line(out, "start")
             if moment == "after_burst":
-                wait_for(out, "burst")
+                wait_line(out, "burst")
             elif moment == "after_settle":
-                wait_for(out, "settled")
+                wait_line(out, "settled")
                 time.sleep(rng.uniform(0, 0.2))
             else:
                 time.sleep(rng.uniform(0.0, 1.5))

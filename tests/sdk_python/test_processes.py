@@ -13,7 +13,7 @@ from pathlib import Path
 import headwater
 import pytest
 
-from .helpers import LocalGateway
+from .local_gateway import LocalGateway
 
 pytestmark = pytest.mark.integration
 

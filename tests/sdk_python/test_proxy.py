@@ -6,7 +6,7 @@ import headwater
 import pytest
 from headwater import Urllib3Transport
 
-from .helpers import LocalGateway
+from .local_gateway import LocalGateway
 
 pytestmark = pytest.mark.integration
 UNRESOLVABLE = "http://gateway.invalid:8080"  # reachable only through the proxy: .invalid never resolves

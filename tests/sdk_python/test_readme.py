@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import LocalGateway
+from .local_gateway import LocalGateway
 
 pytestmark = pytest.mark.integration
 README = Path(__file__).parents[2] / "sdk-python" / "README.md"

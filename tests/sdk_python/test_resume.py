@@ -11,9 +11,11 @@ import time
 
 import headwater
 import pytest
+from hwconformance.tcpproxy import CuttableProxy
 
-from .helpers import LocalGateway, wait_until
-from .proxy import OutageProxy
+from tests.support.wait import wait_for
+
+from .local_gateway import LocalGateway
 
 pytestmark = pytest.mark.integration
 
@@ -21,23 +23,22 @@ pytestmark = pytest.mark.integration
 def test_producers_resume_within_seconds_after_a_refused_outage() -> None:
     with LocalGateway() as gw:
         host, port = gw.url.removeprefix("http://").split(":")
-        proxy = OutageProxy(host, int(port))
-        proxy.up()
+        proxy = CuttableProxy(host, int(port))
         errors: list[Exception] = []
         c = headwater.Client(proxy.url, "k", linger_s=0.01, on_error=errors.append)  # default 30 s cap
         c.track("before", {})
         assert c.flush(30)
-        proxy.down()
+        proxy.cut()
         for i in range(200):
             c.track("during", {"i": i})
         # retried until the backoff reached its cap several times over (0.5, 1, 2, then 2 s at most)
-        assert wait_until(lambda: c.metrics().retries >= 6, timeout_s=60)
-        proxy.up()
+        wait_for("6 retries", lambda: c.metrics().retries >= 6, 60, interval_s=0.005)
+        proxy.restore()
         back = time.monotonic()
         assert c.flush(60)
         resumed_after = time.monotonic() - back
         assert c.close(10)
-        proxy.down()
+        proxy.cut()
     assert len([e for e in gw.events if e["event_type"] == "during"]) == 200
     assert resumed_after < 2.0 + 5.0, resumed_after  # the 2 s cap plus generous slack for a loaded machine
     assert [type(e) for e in errors] == [headwater.TransportError]  # the outage was reported once

@@ -11,7 +11,7 @@ import pytest
 
 from stack.certs import CertificateAuthority
 
-from .helpers import LocalGateway
+from .local_gateway import LocalGateway
 
 pytestmark = pytest.mark.integration
 

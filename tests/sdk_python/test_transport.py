@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import headwater
 import pytest
 from headwater import Request, Urllib3Transport
 
-from .helpers import LocalGateway
+from tests.support.ports import free_port
+
+from .local_gateway import LocalGateway
 
 pytestmark = pytest.mark.integration
 
@@ -39,9 +40,6 @@ def test_status_and_headers_come_back_and_errors_become_transport_errors() -> No
         gw.fail_with = 503
         resp = Urllib3Transport().send(batch_request(gw.url), 10)
         assert resp.status == 503 and resp.headers["retry-after"] == "0"
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    port = free_port()
     with pytest.raises(headwater.TransportError):
         Urllib3Transport().send(batch_request(f"http://127.0.0.1:{port}"), 2)

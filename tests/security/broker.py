@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -16,17 +15,13 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from stack.kafka_acls import ADMIN, Names
 from stack.secrets import StackSecrets
 from stack.security import KafkaTls, client_config, format_arguments, listener_properties, provision
+from tests.support import processes
+from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 N = Names()
 TOPICS = {N.events_topic: 3, N.deadletter_topic: 1, N.aggregates_topic: 1, N.schemas_topic: 1, N.rules_topic: 1,
           N.status_topic: 1, N.rule_output_prefix + "top_pages": 1}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -94,9 +89,4 @@ def start(folder: Path, timeout_s: float = 300.0) -> SecureKafka:
 
 
 def stop(kafka: SecureKafka) -> None:
-    kafka.process.terminate()
-    try:
-        kafka.process.wait(60)
-    except subprocess.TimeoutExpired:
-        kafka.process.kill()
-        kafka.process.wait(10)
+    processes.stop(kafka.process, 60)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -19,41 +17,16 @@ import pytest
 from common.kafka_read import read_to_end
 from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient
-from gateway.auth import hash_key
 from schemas.catalog import load_catalog
 from schemas.register import register_catalog
 from tests.gateway.helpers import WRITE_KEY, batch, dumps, json_headers, page_view, zstd
-from tests.security.broker import REPO, SecureKafka, free_port
+from tests.security.broker import SecureKafka
+from tests.support.gateway import start_gateway
+from tests.support.keys import gateway_keys
+from tests.support.ports import free_port
+from tests.support.processes import start_service, stop, wait_serving
 
 pytestmark = pytest.mark.integration
-
-
-def _wait(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 240.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"exited; log:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"{url} not ready; log:\n{log.read_text()[-3000:]}")
-
-
-def _start(module: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", module], env={**os.environ, **env}, cwd=REPO,
-                            stdout=log.open("wb"), stderr=subprocess.STDOUT)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -61,13 +34,14 @@ def registry(secure_kafka: SecureKafka, tmp_path_factory: pytest.TempPathFactory
     folder = tmp_path_factory.mktemp("secure-registry")
     port = free_port()
     log = folder / "registry.log"
-    proc = _start("registry", {**secure_kafka.env("registry"), "REGISTRY_PORT": str(port),
-                               "REGISTRY_USERS_FILE": str(secure_kafka.secrets.registry_users_file())}, log)
+    proc = start_service("registry", {**os.environ, **secure_kafka.env("registry"), "REGISTRY_PORT": str(port),
+                                      "REGISTRY_USERS_FILE": str(secure_kafka.secrets.registry_users_file())},
+                         log.open("wb"))
     try:
-        _wait(f"http://127.0.0.1:{port}/ready", proc, log)
+        wait_serving(f"http://127.0.0.1:{port}/ready", proc, 240, log=log)
         yield f"http://127.0.0.1:{port}"
     finally:
-        _stop(proc)
+        stop(proc)
     assert "Traceback" not in log.read_text()
 
 
@@ -77,22 +51,21 @@ def test_registry_and_gateway_each_as_their_own_principal(secure_kafka: SecureKa
     register_catalog(admin, load_catalog())  # as the stack does, as the registry's administrator
     port = free_port()
     log = tmp_path / "gateway.log"
-    gateway_env = {**secure_kafka.env("gateway"), "REGISTRY_URL": registry,
-                   **secure_kafka.secrets.registry_env("gateway"),
-                   "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{hash_key(WRITE_KEY)}", "HEADWATER_GATEWAY_PORT": str(port),
-                   "HEADWATER_GATEWAY_WORKERS": "1",
-                   "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"headwater-gateway-sec-{uuid.uuid4().hex[:6]}"}
-    proc = _start("gateway", gateway_env, log)
+    env = {**os.environ, **secure_kafka.env("gateway"), "REGISTRY_URL": registry,
+           **secure_kafka.secrets.registry_env("gateway"), **gateway_keys(WRITE_KEY),
+           "HEADWATER_GATEWAY_PORT": str(port), "HEADWATER_GATEWAY_WORKERS": "1",
+           "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"headwater-gateway-sec-{uuid.uuid4().hex[:6]}"}
+    proc = start_gateway(env, log.open("wb"))
     marker = uuid.uuid4().hex
     try:
-        _wait(f"http://127.0.0.1:{port}/readyz", proc, log)
+        wait_serving(f"http://127.0.0.1:{port}/readyz", proc, 240, log=log)
         body = zstd(dumps(batch(page_view(0, marker))))
         request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/batch", data=body,
                                          headers=json_headers(WRITE_KEY), method="POST")
         with urllib.request.urlopen(request, timeout=60) as resp:
             assert resp.status == 200 and json.loads(resp.read())["accepted"] == 1
     finally:
-        _stop(proc)
+        stop(proc)
     # The load test's principal may read events (common/kafka_read with its KAFKA_* settings).
     reader = KafkaSecurity.from_env(secure_kafka.env("loadtest"))
     found = [m for m in read_to_end(secure_kafka.bootstrap, "headwater.events", security=reader, timeout_s=120)
@@ -104,12 +77,12 @@ def test_a_component_with_another_principal_is_refused(secure_kafka: SecureKafka
     """The registry given the gateway's credentials cannot read _schemas: it never becomes ready."""
     port = free_port()
     log = tmp_path / "registry.log"
-    proc = _start("registry", {**secure_kafka.env("gateway"), "REGISTRY_PORT": str(port),
-                               "REGISTRY_KAFKA_TIMEOUT_S": "10"}, log)
+    proc = start_service("registry", {**os.environ, **secure_kafka.env("gateway"), "REGISTRY_PORT": str(port),
+                                      "REGISTRY_KAFKA_TIMEOUT_S": "10"}, log.open("wb"))
     try:
         proc.wait(120)
     except subprocess.TimeoutExpired:
-        _stop(proc)
+        stop(proc)
         raise
     assert proc.returncode != 0
     assert "TOPIC_AUTHORIZATION_FAILED" in log.read_text() or "not authorized" in log.read_text().lower()

@@ -9,8 +9,6 @@ import os
 import shutil
 import ssl
 import subprocess
-import sys
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,13 +16,14 @@ from pathlib import Path
 import headwater
 import pytest
 
-from gateway.auth import hash_key
 from tests.certs import TestCA
 from tests.sdk_events import EVENTS_TOPIC, arrived
+from tests.support.events import page_view_properties
+from tests.support.gateway import gateway_env, start_gateway
 from tests.support.kafka import end_offsets
 from tests.support.ports import free_port
+from tests.support.processes import wait_serving
 from tests.support.producers import producer_env
-from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -47,29 +46,16 @@ def tls_gateway(bootstrap: str, registry_url: str, tmp_path_factory: pytest.Temp
     ca = TestCA(folder / "ca")
     server = ca.issue("gateway")
     port = free_port()
-    env = {**os.environ, "KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url,
-           "HEADWATER_GATEWAY_WRITE_KEYS": f"dev:{hash_key(WRITE_KEY)}", "HEADWATER_GATEWAY_PORT": str(port),
-           "HEADWATER_GATEWAY_WORKERS": "1", "HEADWATER_GATEWAY_TLS_CERT": str(server.cert),
-           "HEADWATER_GATEWAY_TLS_KEY": str(server.key),
-           "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"tls-sdks-{uuid.uuid4().hex[:8]}"}
+    env = gateway_env(bootstrap, registry_url, port, WRITE_KEY, HEADWATER_GATEWAY_WORKERS="1",
+                      HEADWATER_GATEWAY_TLS_CERT=str(server.cert), HEADWATER_GATEWAY_TLS_KEY=str(server.key),
+                      HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX=f"tls-sdks-{uuid.uuid4().hex[:8]}")
     url = f"https://localhost:{port}"
     context = ssl.create_default_context(cafile=str(ca.pem))
     log = folder / "gateway.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "gateway"], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                cwd=REPO)
-    def ready() -> bool:
-        try:
-            with urllib.request.urlopen(url + "/readyz", timeout=2, context=context) as resp:
-                return bool(resp.status == 200)
-        except OSError:
-            return False
-
-    def alive() -> None:
-        assert proc.poll() is None, log.read_text()[-3000:]
-
+        proc = start_gateway(env, out)
     try:
-        wait_for("the TLS gateway's /readyz", ready, 180, interval_s=0.3, alive=alive)
+        wait_serving(url + "/readyz", proc, 180, log=log, context=context)
         yield TlsGateway(url, ca.pem, {"KAFKA_BOOTSTRAP": bootstrap, "REGISTRY_URL": registry_url})
     finally:
         proc.terminate()
@@ -78,10 +64,7 @@ def tls_gateway(bootstrap: str, registry_url: str, tmp_path_factory: pytest.Temp
 
 
 def _page_view(i: int, run: str) -> dict[str, object]:
-    return {"url": f"https://shop.example.com/p/{i}", "path": f"/p/{i}", "referrer": None, "title": run,
-            "user_agent": "headwater-tls-test", "user_id": f"u-{i % 97}", "session_id": run,
-            "viewport": {"width": 1280, "height": 720, "device_pixel_ratio": 1.0}, "locale": "en-GB", "utm": {},
-            "load_time_ms": 12.5, "experiment_ids": []}
+    return page_view_properties(i, run, user_agent="headwater-tls-test", load_time_ms=12.5)
 
 
 def _exactly_once(gw: TlsGateway, producer_id: str, start: dict[int, int]) -> None:

@@ -7,10 +7,8 @@ import hashlib
 import http.client
 import json
 import os
-import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -23,12 +21,8 @@ from typing import Any
 
 from stack.config import REPO_ROOT
 from subscribe.keys import new_read_key
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.ports import free_port as free_port  # noqa: PLC0414 (re-exported: bench/subscribe imports it)
+from tests.support.processes import start_service, stop, wait_serving
 
 
 @dataclass
@@ -62,13 +56,7 @@ class Server:
         return total
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc, 20)
 
 
 def start_server(stack_env: Mapping[str, str], tmp: Path, keys: Keys, *, port: int | None = None,
@@ -81,22 +69,14 @@ def start_server(stack_env: Mapping[str, str], tmp: Path, keys: Keys, *, port: i
     with log.open("wb") as out:
         if cwd is not None:
             env["PYTHONPATH"] = os.pathsep.join([str(cwd), str(REPO_ROOT)])
-        proc = subprocess.Popen([sys.executable, "-m", "subscribe"], env=env, cwd=cwd or REPO_ROOT, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = start_service("subscribe", env, out, cwd=cwd)
     server = Server(f"http://127.0.0.1:{port}", proc, log, keys)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"subscribe exited: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(server.url + "/readyz", timeout=2) as resp:
-                if resp.status == 200:
-                    return server
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError("subscribe not ready in 60 s")
+    try:
+        wait_serving(server.url + "/readyz", proc, 60, log=log, interval_s=0.1)
+    except AssertionError:
+        server.stop()
+        raise
+    return server
 
 
 @dataclass

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.console.cdp import Browser
-from tests.subscribe.harness import Keys, free_port, post_page_views, start_server
+from tests.subscribe.harness import Keys, post_page_views, start_server
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 PAGE = """<!doctype html><meta charset="utf-8"><title>sse</title><script>

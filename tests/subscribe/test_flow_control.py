@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from tests.subscribe.harness import Keys, Server, Stream, post_page_views, start_server
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -28,12 +28,6 @@ def tight(stack_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory, k
     finally:
         srv.stop()
 
-
-def wait_for(check: object, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 def event_ids(msgs: list[dict[str, object]]) -> list[str]:
@@ -60,7 +54,9 @@ def test_slow_subscriber_is_cut_off_and_resumes_with_nothing_lost(tight: Server,
     sent = post_page_views(stack_env["GATEWAY_URL"], stack_env["HEADWATER_WRITE_KEY"], 600, marker)
     reader.join(120)
     assert len(fast_got) == 600, "the subscriber beside the slow one was held up"
-    wait_for(lambda: tight.metric("headwater_subscribe_cutoffs_total", 'reason="too_slow"') > cut_before)
+    wait_for("a too_slow cutoff",
+             lambda: tight.metric("headwater_subscribe_cutoffs_total", 'reason="too_slow"') > cut_before, 60,
+             interval_s=0.05)
 
     got, cutoff = [], None
     for msg in slow.messages():  # now read what was sent before the cut-off, then its last message
@@ -86,9 +82,11 @@ def test_a_stalled_reader_of_the_log_is_cut_off(tight: Server, stack_env: dict[s
     before = tight.metric("headwater_subscribe_cutoffs_total", 'reason="stalled"')
     stalled = Stream(tight.url, "event.page_view", tight.keys.all, {"from": "earliest"}, rcvbuf=4096)
     assert stalled.status == 200
-    wait_for(lambda: tight.metric("headwater_subscribe_cutoffs_total", 'reason="stalled"') > before)
+    wait_for("a stalled cutoff", lambda: tight.metric("headwater_subscribe_cutoffs_total", 'reason="stalled"') > before,
+             60, interval_s=0.05)
     last = None
     for msg in stalled.messages():
         last = msg
     assert last is not None and last.event == "cutoff" and last.json()["code"] == "subscriber_stalled"
-    wait_for(lambda: tight.metric("headwater_subscribe_catching_up") == 0)
+    wait_for("no subscriber catching up", lambda: tight.metric("headwater_subscribe_catching_up") == 0, 60,
+             interval_s=0.05)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from subscribe.position import topic_tag
 from tests.subscribe.harness import Keys, Server, Stream, follow, post_page_views, start_server
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 RULE = "hostile_test"
@@ -39,12 +39,6 @@ def hostile(stack_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory,
     finally:
         srv.stop()
 
-
-def wait_for(check: object, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 def rss_kb(srv: Server) -> int:
@@ -86,16 +80,17 @@ def test_subscribers_that_never_read_are_cut_off_and_memory_stays_bounded(hostil
     sent = post_page_views(stack_env["GATEWAY_URL"], stack_env["HEADWATER_WRITE_KEY"], 900, marker)
     thread.join(120)
     assert sorted(str(r["headers"]["event_id"]) for r in got) == sorted(sent)  # (it may have been cut and resumed)
-    wait_for(lambda: hostile.metric("headwater_subscribe_cutoffs_total") >= before_cut + 30)
+    wait_for("30 more cutoffs", lambda: hostile.metric("headwater_subscribe_cutoffs_total") >= before_cut + 30, 60,
+             interval_s=0.05)
     # 30 stalled subscribers hold at most their socket buffers: far less than what was sent to them (30 x 1 MB)
     assert rss_kb(hostile) - rss_before < 48 * 1024
     for s in sleepers:
         s.close()
-    wait_for(lambda: hostile.metric("headwater_subscribe_subscribers") == 0)
+    wait_for("no subscribers", lambda: hostile.metric("headwater_subscribe_subscribers") == 0, 60, interval_s=0.05)
 
 
 def test_limits_per_key_and_per_instance(hostile: Server) -> None:
-    wait_for(lambda: hostile.metric("headwater_subscribe_subscribers") == 0)
+    wait_for("no subscribers", lambda: hostile.metric("headwater_subscribe_subscribers") == 0, 60, interval_s=0.05)
     held = [Stream(hostile.url, "event.page_view", hostile.keys.all) for _ in range(40)]
     assert all(s.status == 200 for s in held)
     over = Stream(hostile.url, "event.page_view", hostile.keys.all)
@@ -107,7 +102,7 @@ def test_limits_per_key_and_per_instance(hostile: Server) -> None:
     assert full.status == 503 and full.error()["code"] == "instance_full"
     for s in held:
         s.close()
-    wait_for(lambda: hostile.metric("headwater_subscribe_subscribers") == 0)
+    wait_for("no subscribers", lambda: hostile.metric("headwater_subscribe_subscribers") == 0, 60, interval_s=0.05)
     again = Stream(hostile.url, "event.page_view", hostile.keys.all)
     assert again.status == 200
     again.close()

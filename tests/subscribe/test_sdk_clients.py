@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +15,9 @@ from pathlib import Path
 import headwater
 import pytest
 
-from tests.subscribe.harness import Keys, Server, free_port, post_page_views, start_server
+from tests.subscribe.harness import Keys, Server, post_page_views, start_server
+from tests.support.ports import free_port
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,12 +67,6 @@ def client(request: pytest.FixtureRequest, go_tail: Path) -> Iterator[str]:
     yield request.param
 
 
-def wait_for(check: Callable[[], bool], timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-
 
 def test_sdk_resumes_across_a_server_restart(client: str, go_tail: Path, stack_env: dict[str, str],
                                              tmp_path: Path) -> None:
@@ -87,9 +82,9 @@ def test_sdk_resumes_across_a_server_restart(client: str, go_tail: Path, stack_e
     reader = threading.Thread(target=run, daemon=True)
     reader.start()
     try:
-        wait_for(lambda: srv.metric("headwater_subscribe_subscribers") == 1)
+        wait_for("one subscriber", lambda: srv.metric("headwater_subscribe_subscribers") == 1, 120, interval_s=0.05)
         sent = post_page_views(stack_env["GATEWAY_URL"], stack_env["HEADWATER_WRITE_KEY"], TOTAL // 2, marker)
-        wait_for(lambda: len(got) >= TOTAL // 4)
+        wait_for("a quarter of the events", lambda: len(got) >= TOTAL // 4, 120, interval_s=0.05)
         srv.stop()  # mid-stream: the client reconnects, is refused, and waits
         sent += post_page_views(stack_env["GATEWAY_URL"], stack_env["HEADWATER_WRITE_KEY"], TOTAL // 2, marker)
         srv = start_server(stack_env, tmp_path, keys, port=port)  # a new process: its ring starts empty

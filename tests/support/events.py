@@ -30,7 +30,7 @@ def page_view(seq: int = 0, marker: str = "", **overrides: Any) -> dict[str, Any
     return event
 
 
-def batch(*events: dict[str, Any], batch_id: str | None = None) -> dict[str, Any]:
-    """A JSON batch as an SDK sends it."""
+def batch(*events: dict[str, Any], batch_id: str | None = None, sdk: str = "headwater-test") -> dict[str, Any]:
+    """A JSON batch as an SDK sends it (`sdk`: the name it gives, version 0)."""
     return {"batch_id": batch_id or str(uuid.uuid4()), "sent_at": int(time.time() * 1000),
-            "sdk": {"name": "headwater-test", "version": "0"}, "events": list(events)}
+            "sdk": {"name": sdk, "version": "0"}, "events": list(events)}

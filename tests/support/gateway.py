@@ -1,18 +1,14 @@
-"""Starting a real `python -m gateway` process for a test: its environment, its start, its wait until it serves."""
+"""Starting a real `python -m gateway` for a test: its environment, its start, its wait until it serves."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import urllib.request
-from pathlib import Path
 from typing import IO
 
-from stack.config import REPO_ROOT
 from tests.support.keys import WRITE_KEY, gateway_keys
 from tests.support.ports import free_port
-from tests.support.wait import wait_for
+from tests.support.processes import start_service, wait_serving
 
 
 def gateway_env(bootstrap: str, registry_url: str, port: int | None = None, key: str = WRITE_KEY,
@@ -24,29 +20,15 @@ def gateway_env(bootstrap: str, registry_url: str, port: int | None = None, key:
 
 def start_gateway(env: dict[str, str], out: IO[bytes] | int | None = None, *args: str) -> subprocess.Popen[bytes]:
     """`python -m gateway [args]` from the repository root; output to `out` (a file, PIPE, or inherited)."""
-    return subprocess.Popen([sys.executable, "-m", "gateway", *args], env=env, cwd=REPO_ROOT, stdout=out,
-                            stderr=subprocess.STDOUT if out is not None else None)
+    return start_service("gateway", env, out, *args)
 
 
 def wait_live(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:
     """Wait until the gateway answers /livez; fail at once if the process exits."""
-    def alive() -> None:
-        if proc.poll() is not None:
-            raise AssertionError(f"the gateway exited ({proc.returncode}) before serving")
-
-    def live() -> bool:
-        try:
-            with urllib.request.urlopen(url + "/livez", timeout=2):
-                return True
-        except OSError:
-            return False
-
-    wait_for(f"{url}/livez", live, timeout_s, interval_s=0.3, alive=alive)
+    wait_serving(url + "/livez", proc, timeout_s)
 
 
 def url_of(env: dict[str, str]) -> str:
     return f"http://127.0.0.1:{env['HEADWATER_GATEWAY_PORT']}"
 
 
-def log_text(path: Path) -> str:
-    return path.read_text(errors="replace") if path.exists() else ""

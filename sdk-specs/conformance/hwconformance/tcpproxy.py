@@ -1,4 +1,4 @@
-"""A loopback TCP forwarder that can be cut: a gateway starts against a live registry, then loses it."""
+"""A loopback TCP forwarder that can be cut and restored: a registry or gateway that goes away, then comes back."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 
 class CuttableProxy:
     """Forwards `127.0.0.1:<port>` to `target` until `cut`, which closes the listener and every open connection
-    (new connections are then refused, as by a registry that went down)."""
+    (new connections are then refused, as by a registry that went down); `restore` listens on the same port again."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
@@ -18,12 +18,19 @@ class CuttableProxy:
         self._lock = threading.Lock()
         self._open: list[socket.socket] = []
         self._cut = False
-        threading.Thread(target=self._accept, name="conformance-proxy", daemon=True).start()
+        self._start()
 
-    def _accept(self) -> None:
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _start(self) -> None:
+        threading.Thread(target=self._accept, args=(self._listener,), name="conformance-proxy", daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                client, _addr = self._listener.accept()
+                client, _addr = listener.accept()
             except OSError:
                 return  # the listener was closed by `cut`
             try:
@@ -61,3 +68,12 @@ class CuttableProxy:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
+
+    def restore(self) -> None:
+        """Listen on the same port again after `cut` (the outage is over); a no-op while forwarding."""
+        with self._lock:
+            if not self._cut:
+                return
+            self._listener = socket.create_server(("127.0.0.1", self.port))
+            self._cut = False
+        self._start()

@@ -42,6 +42,8 @@ from spark_pipeline.rules.store import RuleStore
 from tests.sdk_events import Decoder
 from tests.spark_pipeline.truth import new_topic, produce_events
 from tests.support.kafka import consume_all
+from tests.support.processes import stop
+from tests.support.wait import wait_for as support_wait_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -66,14 +68,8 @@ def probe_sleep(value, ms):
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout_s: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(1.0)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+    """tests/support/wait.py's wait, polled once a second (a micro-batch's pace) with this module's long default."""
+    return support_wait_for(what, check, timeout_s, interval_s=1.0)
 
 
 def install_plugin(folder: Path) -> Path:
@@ -122,13 +118,8 @@ class Pipeline:
         self.proc.wait(60)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)
-            try:
-                self.proc.wait(120)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(60)
+        if self.proc is not None:
+            stop(self.proc, 120, sig=signal.SIGINT, group=True, kill_wait_s=60)
 
     def commits(self) -> int:
         """The live query's committed micro-batches (its checkpoint's commit log)."""

@@ -14,6 +14,7 @@ from pyspark.sql.types import StructType
 
 from spark_pipeline.rules.model import Rule
 from spark_pipeline.rules.packed import Member, Pack, StalePlan
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.unit
 
@@ -80,18 +81,11 @@ def pack(starter: Starter) -> Iterator[Pack]:
         p.close()
 
 
-def wait_until(check: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 def test_rules_added_together_start_one_query(pack: Pack, starter: Starter) -> None:
     views = [pack.add(member(n)) for n in ("a", "b", "c")]
     assert all(v.isActive for v in views)  # pending: starting
     starter.wait(lambda: len(starter.started) == 1)
-    wait_until(lambda: pack.query() is starter.started[0])
+    wait_for("the pack on the started query", lambda: pack.query() is starter.started[0], 10, interval_s=0.01)
     assert starter.started[0].members == ["a", "b", "c"]
     assert [v.name for v in views] == ["rule.a.v1", "rule.b.v1", "rule.c.v1"]
     assert all(v.isActive and v.exception() is None and v.runId == starter.started[0].runId for v in views)
@@ -105,18 +99,19 @@ def test_a_removed_rule_restarts_the_query_without_it(pack: Pack, starter: Start
     starter.wait(lambda: len(starter.started) == 1)
     a.stop()
     starter.wait(lambda: len(starter.started) == 2)
-    wait_until(lambda: not starter.started[0].isActive and pack.query() is starter.started[1])
+    wait_for("the first query stopped for the second",
+             lambda: not starter.started[0].isActive and pack.query() is starter.started[1], 10, interval_s=0.01)
     assert starter.started[1].members == ["b"]
     assert not a.isActive and b.isActive
     b.stop()
-    wait_until(lambda: pack.query() is None)
+    wait_for("no query", lambda: pack.query() is None, 10, interval_s=0.01)
     assert not starter.started[1].isActive and len(starter.started) == 2  # nothing left to run
 
 
 def test_a_failed_query_is_every_members_failure(pack: Pack, starter: Starter) -> None:
     a, b = pack.add(member("a")), pack.add(member("b"))
     starter.wait(lambda: len(starter.started) == 1)
-    wait_until(lambda: pack.query() is starter.started[0])
+    wait_for("the pack on the started query", lambda: pack.query() is starter.started[0], 10, interval_s=0.01)
     boom = RuntimeError("kafka down")
     starter.started[0].error, starter.started[0].isActive = boom, False
     assert (a.isActive, a.exception(), b.isActive, b.exception()) == (False, boom, False, boom)
@@ -126,7 +121,7 @@ def test_a_failed_query_is_every_members_failure(pack: Pack, starter: Starter) -
 def test_a_query_that_cannot_start_fails_its_members(pack: Pack, starter: Starter) -> None:
     starter.fail_with = RuntimeError("cannot plan")
     a = pack.add(member("a"))
-    wait_until(lambda: not a.isActive)
+    wait_for("the view inactive", lambda: not a.isActive, 10, interval_s=0.01)
     assert a.exception() is starter.fail_with
 
 
@@ -134,7 +129,7 @@ def test_only_the_newest_context_runs_and_the_members_left_out_say_so(pack: Pack
     old, new = pack.add(member("old", context=1)), pack.add(member("new", context=2))
     starter.wait(lambda: len(starter.started) == 1)
     assert starter.started[0].members == ["new"]
-    wait_until(lambda: pack.query() is starter.started[0])
+    wait_for("the pack on the started query", lambda: pack.query() is starter.started[0], 10, interval_s=0.01)
     assert new.isActive and not old.isActive  # never "running" while its rows are not evaluated
     err = old.exception()
     assert isinstance(err, StalePlan) and "rule old was planned over schema versions" in str(err)
@@ -150,7 +145,7 @@ def test_close_stops_the_query(starter: Starter) -> None:
     p = Pack("rules.realtime", starter, debounce_s=0.05)
     p.add(member("a"))
     starter.wait(lambda: len(starter.started) == 1)
-    wait_until(lambda: p.query() is not None)
+    wait_for("a query", lambda: p.query() is not None, 10, interval_s=0.01)
     p.close()
     assert not starter.started[0].isActive and p.query() is None
 

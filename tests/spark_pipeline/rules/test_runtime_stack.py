@@ -32,6 +32,7 @@ from tests.sdk_events import Decoder
 from tests.spark_pipeline.truth import new_topic
 from tests.support.kafka import consume_all, end_offsets
 from tests.support.ports import free_port
+from tests.support.wait import wait_for as support_wait_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,15 +44,8 @@ WAIT_S = 300.0  # generous: a rule's first micro-batch took minutes on a 2-core 
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout_s: float = WAIT_S) -> Any:
-    """Poll `check` until it returns something truthy; fail naming `what` and the last value."""
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(1.0)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+    """tests/support/wait.py's wait, polled once a second (a micro-batch's pace) with this module's long default."""
+    return support_wait_for(what, check, timeout_s, interval_s=1.0)
 
 
 @dataclass

@@ -10,13 +10,14 @@ import uuid
 from typing import Any
 
 import pytest
+
 from headwater import InvalidEventError
 from headwater._event import EnvelopeEncoder, to_epoch_ms
 from headwater._ids import split_batch_id, uuid7
 from headwater._properties import clean_properties, sendable_properties
 
 pytestmark = pytest.mark.unit
-UTC = dt.timezone.utc  # noqa: UP017 - these tests also run on Python 3.9
+UTC = dt.timezone.utc
 ENC = EnvelopeEncoder("p", "node", {"app": "shop"})
 
 

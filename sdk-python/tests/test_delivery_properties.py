@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import threading
 
-import headwater
 import pytest
-from headwater import MemoryTransport, Request, Response
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import headwater
+from headwater import MemoryTransport, Request, Response
 
 from .helpers import body_of, error, ok
 

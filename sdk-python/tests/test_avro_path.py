@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
-import headwater
 import pytest
 import zstandard
+
+import headwater
 from headwater import MemoryTransport, Request, Response
 
 from .helpers import settles_with_loss

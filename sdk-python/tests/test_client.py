@@ -8,8 +8,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import headwater
 import pytest
+
+import headwater
 from headwater import ClientState, MemoryTransport, Request, Response
 
 from .helpers import batches, body_of, error, events, ok, scripted, settles_with_loss

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import headwater
 import pytest
+
+import headwater
 
 pytestmark = pytest.mark.unit
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import zstandard
+
 from headwater._batcher import Batch
 from headwater._retry import Outcome, backoff, classify
 from headwater._wire import compress, json_body, parse_answer, parse_error, parse_retry_after

@@ -7,8 +7,9 @@ import threading
 import time
 from typing import Any
 
-import headwater
 import pytest
+
+import headwater
 from headwater import MemoryTransport, Request, Response
 
 from .helpers import body_of, error, ok, wait_until

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import headwater
 import pytest
+
+import headwater
 from headwater import MemoryTransport, Response
 
 from .helpers import error, ok, scripted

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from headwater._batcher import Batcher
 from hypothesis import given
 from hypothesis import strategies as st
+
+from headwater._batcher import Batcher
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import headwater
 import pytest
+
+import headwater
 from headwater._sse import SseParser
 
 pytestmark = pytest.mark.unit

@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from headwater import ConfigError, SpoolLockedError
 from headwater._batcher import Batch
 from headwater._ids import uuid7
 from headwater._spool import DiskSpool
 from headwater._store import Store
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import headwater
 import pytest
+
+import headwater
 from headwater import MemoryTransport, Request, Response
 from headwater._failover import Endpoints
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import headwater
 import pytest
+
+import headwater
 from headwater import ClientConfig, ConfigError
 
 pytestmark = pytest.mark.unit

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-import headwater
 import pytest
+
+import headwater
 from headwater import MemoryTransport, Request, Response
 from headwater._exceptions import TransportError
 from headwater._gate import Aborted, Gate
