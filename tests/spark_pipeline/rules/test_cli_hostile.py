@@ -40,6 +40,9 @@ def cli(tmp_path: Path, *args: str) -> tuple[int, str, str]:
 
 
 def put_raw(bootstrap: str, topic: str, key: str, value: bytes | None) -> None:
+    """Write a record as anyone who reaches the broker can, into the rules topics as the store makes them (a
+    first write must not auto-create them with the broker's defaults)."""
+    store.ensure_topics(bootstrap)
     producer = Producer({"bootstrap.servers": bootstrap})
     producer.produce(topic, key=key.encode(), value=value)
     assert producer.flush(30) == 0
