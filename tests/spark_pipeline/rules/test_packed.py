@@ -155,11 +155,12 @@ def test_state_tells_members_running_pending_and_the_start_error(pack: Pack, sta
     pack.add(member("a"))
     assert pack.state().pending and pack.state().members == ("a", "b")
     starter.wait(lambda: len(starter.started) == 1)
-    wait_until(lambda: not pack.state().pending)
+    wait_for("the restart done", lambda: not pack.state().pending, 10, interval_s=0.01)
     st = pack.state()
     assert (st.running, st.error, st.query) == (("a", "b"), None, starter.started[0])
     starter.fail_with = RuntimeError("no slots")
     pack.add(member("c"))
-    wait_until(lambda: pack.state().error is not None and not pack.state().pending)
+    wait_for("the failed start", lambda: pack.state().error is not None and not pack.state().pending, 10,
+             interval_s=0.01)
     st = pack.state()
     assert st.running == ("a", "b", "c") and st.query is None and str(st.error) == "no slots"
