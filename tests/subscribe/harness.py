@@ -1,82 +1,24 @@
-"""Test helpers: a real `python -m subscribe` process on a free port, a blocking SSE client over a real socket
-(http.client, so the test controls reads, drops and timeouts), and events sent through the real gateway."""
+"""Test helpers: a real `python -m subscribe` process on a free port (bench.subscribe.server's, shared with the
+benchmark), a blocking SSE client over a real socket (http.client, so the test controls reads, drops and
+timeouts), and events sent through the real gateway."""
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
-import os
 import socket
-import subprocess
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from stack.config import REPO_ROOT
-from subscribe.keys import new_read_key
-from tests.support.ports import free_port as free_port  # noqa: PLC0414 (re-exported: bench/subscribe imports it)
-from tests.support.processes import start_service, stop, wait_serving
+from bench.subscribe.server import Keys, Server, start_server
 
-
-@dataclass
-class Keys:
-    """Read keys of the test server: `all` (every stream), `rules` (rule.* only), `revoked`."""
-
-    all: str = field(default_factory=new_read_key)
-    rules: str = field(default_factory=new_read_key)
-    revoked: str = field(default_factory=new_read_key)
-
-    def config(self) -> str:
-        def h(k: str) -> str:
-            return hashlib.sha256(k.encode()).hexdigest()
-        return f"all:{h(self.all)}:*,rules:{h(self.rules)}:rule.*,old:{h(self.revoked)}:*:revoked"
-
-
-@dataclass
-class Server:
-    url: str
-    proc: subprocess.Popen[bytes]
-    log: Path
-    keys: Keys
-
-    def metric(self, name: str, labels: str = "") -> float:
-        with urllib.request.urlopen(self.url + "/metrics", timeout=10) as resp:
-            text = resp.read().decode()
-        total = 0.0
-        for line in text.splitlines():
-            if line.startswith(name + (("{" + labels) if labels else "")) and not line.startswith("#"):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
-
-    def stop(self) -> None:
-        stop(self.proc, 20)
-
-
-def start_server(stack_env: Mapping[str, str], tmp: Path, keys: Keys, *, port: int | None = None,
-                 cwd: Path | None = None, **settings: str) -> Server:
-    """`cwd`: where `python -m subscribe` finds the package (another revision's copy; default this checkout)."""
-    port = port or free_port()
-    env = {**os.environ, **stack_env, "PYTHONUNBUFFERED": "1", "HEADWATER_SUBSCRIBE_PORT": str(port),
-           "HEADWATER_SUBSCRIBE_READ_KEYS": keys.config(), **settings}
-    log = tmp / f"subscribe-{port}-{time.monotonic_ns()}.log"
-    with log.open("wb") as out:
-        if cwd is not None:
-            env["PYTHONPATH"] = os.pathsep.join([str(cwd), str(REPO_ROOT)])
-        proc = start_service("subscribe", env, out, cwd=cwd)
-    server = Server(f"http://127.0.0.1:{port}", proc, log, keys)
-    try:
-        wait_serving(server.url + "/readyz", proc, 60, log=log, interval_s=0.1)
-    except AssertionError:
-        server.stop()
-        raise
-    return server
+__all__ = ["Keys", "Message", "Server", "Stream", "follow", "post_page_views", "start_server"]
 
 
 @dataclass
