@@ -5,19 +5,17 @@ a rule refused as over the limit stores nothing (M2)."""
 
 from __future__ import annotations
 
-import io
 import uuid
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
 from common.registry_client import RegistryClient, RegistryClientError
-from spark_pipeline.__main__ import main
 from spark_pipeline.rules import model, store
 from spark_pipeline.rules.model import RULES_TOPIC, STATUS_TOPIC, Rule, RuleStatus
+from tests.spark_pipeline.rules.test_cli import cli
 from tests.spark_pipeline.truth import new_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -30,13 +28,6 @@ def env(monkeypatch: pytest.MonkeyPatch, bootstrap: str, registry_url: str) -> I
     monkeypatch.setenv("REGISTRY_URL", registry_url)
     monkeypatch.setenv("EVENTS_TOPIC", new_topic(bootstrap, "test.rules.hostile", partitions=1))
     yield
-
-
-def cli(tmp_path: Path, *args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(["--env-file", str(tmp_path / "none.env"), "rules", *args])
-    return code, out.getvalue(), err.getvalue()
 
 
 def put_raw(bootstrap: str, topic: str, key: str, value: bytes | None) -> None:
