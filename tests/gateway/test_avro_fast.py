@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.avro_frame import frame
+from common.avro_frame import body_of, frame
 from gateway import avro_fast
 from gateway.avro_batch import Envelope, envelope_problem, read_envelope
 from gateway.json_batch import MAX_TEXT
@@ -55,7 +55,7 @@ def test_valid_events_end_where_fastavro_ends_and_every_truncation_is_refused(na
         assert isinstance(framed, bytes)
         assert skip(framed) == len(framed) == _fastavro_end(schema, framed)
         (env,) = avro_fast.native_envelopes([framed], Envelope) or [None]
-        assert env == read_envelope(framed[5:])
+        assert env == read_envelope(body_of(framed))
         for cut in range(5, len(framed)):
             with pytest.raises(ValueError):
                 skip(framed[:cut])
@@ -124,7 +124,7 @@ def test_unreadable_envelopes_are_none_and_readable_ones_match_the_python_reader
     bad_utf8 = frame(1, b"\x04\xc3\x28")
     short = frame(1, b"\x50abc")
     got = avro_fast.native_envelopes([good, bad_utf8, short, b"\x00\x00"], Envelope)
-    assert got == [read_envelope(good[5:]), None, None, None]
+    assert got == [read_envelope(body_of(good)), None, None, None]
 
 
 def _s(text: str) -> bytes:

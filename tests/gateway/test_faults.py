@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from common.avro_frame import body_of
 from stack.launcher import Stack
 from stack.services import gateway_service
 from stack.topics import EVENTS_TOPIC
@@ -53,7 +54,7 @@ def test_broker_down_gives_503_nothing_visible_then_recovers(fault_stack: tuple[
         assert status == 503, body
         assert time.monotonic() < deadline, "the gateway did not recover after the broker came back"
         time.sleep(1)
-    text = " ".join((r.value() or b"")[5:].decode(errors="replace")
+    text = " ".join(body_of(r.value() or b"").decode(errors="replace")
                     for r in consume_all(env["KAFKA_BOOTSTRAP"], EVENTS_TOPIC, "read_committed", 2))
     assert recovered["event_id"] in text
     assert not [e for e in refused if e in text], "an event answered 503 became visible"

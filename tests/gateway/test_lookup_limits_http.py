@@ -9,6 +9,7 @@ import time
 import aiohttp
 import pytest
 
+from common.avro_frame import frame
 from tests.gateway.helpers import FakeProducer, FakeRegistry, avro_batch, batch, dumps, page_view, zstd
 from tests.gateway.test_http import headers, post, run
 
@@ -21,7 +22,7 @@ async def _flood(url: str, s: aiohttp.ClientSession, _p: list[FakeProducer], reg
     statuses = []
     for _ in range(30):
         ids = random.sample(range(10_000, 2**31), 10)
-        body = avro_batch([b"\x00" + i.to_bytes(4, "big") + b"\x00" for i in ids])
+        body = avro_batch([frame(i, b"\x00") for i in ids])
         status, answer, hdrs = await post(s, url, zstd(body), headers(ctype=AVRO))
         statuses.append(status)
         if status == 429:

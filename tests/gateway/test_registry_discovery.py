@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from common.avro_frame import schema_id_of
 from stack.topics import EVENTS_TOPIC
 from tests.gateway.helpers import (
     avro_batch,
@@ -60,7 +61,7 @@ def test_a_type_registered_while_the_gateway_runs_is_accepted_on_both_paths(
     records = [r for r in consume_all(bootstrap, EVENTS_TOPIC, "read_committed", 3, start=start)
                if marker.encode() in (r.value() or b"")]
     assert len(records) == 3
-    assert {int.from_bytes((r.value() or b"")[1:5], "big") for r in records} == {schema_id}
+    assert {schema_id_of(r.value() or b"") for r in records} == {schema_id}
 
 
 def test_an_id_registered_under_another_subject_is_refused(

@@ -12,6 +12,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from common.avro_frame import schema_id_of
 from schemas import SCHEMAS_DIR, load_catalog
 
 pytestmark = pytest.mark.integration
@@ -46,7 +47,7 @@ def test_register_evolve_and_read_v1_data_with_the_v2_reader(client: SchemaRegis
     serializer = AvroSerializer(client, V1, conf={"subject.name.strategy": lambda ctx, name: subject})
     framed = serializer(v1_event(), CTX)
     assert framed is not None and framed[0] == 0
-    v1_id = int.from_bytes(framed[1:5], "big")
+    v1_id = schema_id_of(framed)
     assert client.get_latest_version(subject).version == 1
 
     v2_id = client.register_schema(subject, Schema(V2, "AVRO"))
@@ -62,7 +63,7 @@ def test_register_evolve_and_read_v1_data_with_the_v2_reader(client: SchemaRegis
                                               "subject.name.strategy": lambda ctx, name: subject})
     framed2 = latest({**v1_event(), "properties": {**v1_event()["properties"], "load_time_ms": 12.5,
                                                     "experiment_ids": ["x"]}}, CTX)
-    assert framed2 is not None and int.from_bytes(framed2[1:5], "big") == v2_id
+    assert framed2 is not None and schema_id_of(framed2) == v2_id
     assert AvroDeserializer(client)(framed2, CTX)["properties"]["experiment_ids"] == ["x"]
 
     looked_up = client.lookup_schema(subject, Schema(V1, "AVRO"))
@@ -149,5 +150,5 @@ def test_record_name_strategy_finds_the_catalog_subjects(client: SchemaRegistryC
     framed = serializer(json.loads((SCHEMAS_DIR / "examples" / "page_view.json").read_text()), CTX)
     assert framed is not None
     expected = client.lookup_schema(PAGE_VIEW.subject, Schema(V2, "AVRO"))
-    assert int.from_bytes(framed[1:5], "big") == expected.schema_id
+    assert schema_id_of(framed) == expected.schema_id
     assert expected.version == 2

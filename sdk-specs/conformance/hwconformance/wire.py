@@ -78,7 +78,7 @@ def unframe(data: bytes, schemas: dict[int, Any]) -> dict[str, Any]:
     schema_id = avro_frame.schema_id_of(data)  # FrameError (a ValueError) when `data` is not framed
     if schema_id not in schemas:
         raise ValueError(f"unknown schema id {schema_id}")
-    reader = io.BytesIO(data[5:])
+    reader = io.BytesIO(avro_frame.body_of(data))
     parsed = fastavro.parse_schema(plain(schemas[schema_id]))
     record: Any = fastavro.schemaless_reader(reader, parsed)
     trailing = reader.read()
