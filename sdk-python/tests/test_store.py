@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from headwater._batcher import Batch
 from headwater._store import Entry, MemoryBacking, Store
 
