@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import logging
 import os
 import socket
 import sys
@@ -42,6 +43,7 @@ from spark_pipeline.snapshot import take_snapshot
 
 REFUSED = 2
 NOT_FOUND = 1
+log = logging.getLogger("spark_pipeline.rules")
 
 
 def add_commands(rules: argparse.ArgumentParser) -> None:
@@ -160,9 +162,15 @@ def apply(cfg: PipelineConfig, path: Path, name: str | None) -> int:
             print(f"rule {name} unchanged: version {previous.version} stays")
             return 0
         model.check_acyclic(name, sql, rules)
+        began = time.monotonic()
         spark = session(plan_only=True)
+        started = time.monotonic()
         live_views(spark, cfg, {n: r for n, r in rules.items() if n != name}, sql=sql)
+        built = time.monotonic()
         analysis = analyse(spark, sql)
+        analysed_at = time.monotonic()
+        log.debug("apply %s: Spark session %.2f s, views %.2f s, the gate and analysis %.2f s", name,
+                  started - began, built - started, analysed_at - built)
         check_output(name, analysis.schema)
         try:
             schema_id = output.register_output(RegistryClient.of(cfg.registry_url, cfg.registry_access), name,

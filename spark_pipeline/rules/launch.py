@@ -165,8 +165,10 @@ class SparkLauncher:
         if rule.output_schema_id is None:
             raise ValueError(f"rule {rule.name} has no output schema: apply it again")
         # The sandbox gate first, in either tier: a refused rule creates nothing (`place` gates the realtime tier).
+        began = time.monotonic()
         placement, packed = self.place(rule, snapshot)
         df = packed if packed is not None else self.frame(rule, snapshot, rules)
+        log.debug("rule %s version %d: gated and placed in %.2f s", rule.name, rule.version, time.monotonic() - began)
         self.placements[rule.name] = placement
         # `rules apply` created it; again here in case it was deleted since (Kafka's auto-creation is off).
         store.ensure_output_topic(self.cfg.bootstrap, rule.name, compacted=rule.aggregation,
