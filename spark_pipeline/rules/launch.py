@@ -48,9 +48,16 @@ AGGREGATE_QUERY = "rules.aggregate"
 REALTIME_CHECKPOINT = "_realtime"  # not a rule name (those start with a letter)
 
 
-# What `prepare` passes through the gate and the tier decision: a filter of the kind most rules are.
-WARM_RULE = Rule("warm_up", "SELECT event_id, created_at, event_type FROM events WHERE event_type = 'warm_up'", 1, 0,
-                 "the pipeline", None, ("event_id",))
+# What `prepare` passes through the gate and the tier decision: a filter with a projection and a windowed count, the
+# kinds most rules are (their first pass warms the code a rule's own pass then runs).
+WARM_RULES = (
+    Rule("warm_up", "SELECT event_id, created_at, upper(event_type) AS kind, concat(node_id, '/', event_type) AS place "
+                    "FROM events WHERE producer_id IN ('warm', 'up') AND event_type <> 'warm_up'", 1, 0,
+         "the pipeline", 0, ("event_id",)),
+    Rule("warm_up_counts", "SELECT window(event_time, '10 seconds') AS w, producer_id, count(*) AS events FROM events "
+                           "WHERE producer_id IN ('warm', 'up') GROUP BY window(event_time, '10 seconds'), producer_id",
+         1, 0, "the pipeline", 0, ("w", "producer_id"), True, "update"),
+)  # schema id 0: planned only, never started
 
 
 def query_name(rule: Rule) -> str:
@@ -109,14 +116,15 @@ class SparkLauncher:
         return self._context
 
     def prepare(self, snapshot: SchemaSnapshot) -> None:
-        """Build the realtime views of `snapshot` and pass a known rule through the gate and the tier decision over
+        """Build the realtime views of `snapshot` and pass known rules through the gate and the tier decision over
         them, ahead of any rule: the first rule applied then starts in about a second, not after the tens of
         seconds the first plan of the shared stream's views takes (the manager calls this when its snapshot
         changes)."""
         if not self.cfg.rules_realtime:
             return
         started = time.monotonic()
-        self.place(WARM_RULE, snapshot)
+        for rule in WARM_RULES:
+            self.place(rule, snapshot)
         log.debug("realtime views of the schema snapshot built and the gate warmed in %.2f s",
                   time.monotonic() - started)
 
