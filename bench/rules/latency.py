@@ -20,11 +20,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import Consumer
+
 from bench.rules.common import Running, apply_rule, log, records, wait
 from bench.spark.generate import generate
 from bench.spark.latency import regions
 from common.avro_frame import WriterSchemas
-from common.kafka_read import topic_end_offsets
+from common.kafka_read import consumer_config, end_offsets
 from common.registry_client import RegistryClient
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.rules.model import Rule
@@ -173,9 +175,13 @@ class Phase:
             del self.rules[name]
 
     def first_output(self, rule: Rule, timeout_s: float = 300.0) -> int:
-        """Wait for the rule's first output record; its Kafka timestamp (ms)."""
-        wait(f"{rule.name}'s first output", lambda: sum(topic_end_offsets(self.cfg.bootstrap, rule.topic).values()),
-             timeout_s)
+        """Wait for the rule's first output record; its Kafka timestamp (ms). One consumer asks for the end offsets
+        (a new consumer every 0.2 s cost this process, which runs the pipeline being measured, CPU and threads)."""
+        consumer = Consumer(consumer_config(self.cfg.bootstrap))
+        try:
+            wait(f"{rule.name}'s first output", lambda: sum(end_offsets(consumer, rule.topic).values()), timeout_s)
+        finally:
+            consumer.close()
         return min(ts for ts, _ in records(self.cfg, rule.topic, 0))
 
     def measure(self, seconds: float) -> dict[str, Any]:

@@ -87,7 +87,7 @@ class StatusSink(Protocol):
 class Settings:
     """The manager's timings and limits (HEADWATER_RULE_* variables, docs/rules-runtime.md)."""
 
-    poll_s: float = 1.0  # how often the rules topic and the queries are looked at
+    poll_s: float = 0.5  # how often the rules topic and the queries are looked at (a new rule waits half of it)
     status_s: float = 5.0  # statuses are written this often, and on every change
     registry_poll_s: float = 30.0
     backoff_s: float = 5.0  # first retry delay; doubles per failure in a row

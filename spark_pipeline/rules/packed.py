@@ -152,13 +152,16 @@ class Pack:
             newest = max((m.context for m in members), default=0)
             current = [m for m in members if m.context == newest]
             old, self._query = self._query, None
+        began = time.monotonic()
         if old is not None:
             _stop(old, self.name)
+        stopped = time.monotonic()
         query, error = None, None
         if current:
             try:
                 query = self._start(current)
-                log.info("pack %s: query %s started with %d rules", self.name, query.name, len(current))
+                log.info("pack %s: query %s started with %d rules (stop %.2f s, start %.2f s)", self.name, query.name,
+                         len(current), stopped - began, time.monotonic() - stopped)
             except Exception as exc:
                 error = exc
                 log.error("pack %s: cannot start the query with %d rules: %s", self.name, len(current),

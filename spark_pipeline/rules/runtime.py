@@ -92,6 +92,18 @@ class PipelineRules(RuleManager):
     """The rule manager with the Spark launcher it owns: stopping it also stops the packed real-time query."""
 
     spark_launcher: SparkLauncher
+    _prepared: object = None  # the snapshot the launcher last prepared the realtime views of
+
+    def tick(self) -> None:
+        """A round (RuleManager.tick), then the realtime views of a new schema snapshot are built before any rule
+        needs them (SparkLauncher.prepare), so that applying a rule does not wait for them."""
+        super().tick()
+        if self.snapshot is not None and self.snapshot is not self._prepared:
+            self._prepared = self.snapshot
+            try:
+                self.spark_launcher.prepare(self.snapshot)
+            except Exception as exc:  # the rules then build them when they start, as without this
+                log.warning("cannot prepare the realtime views ahead of the rules: %s", str(exc).strip()[:300])
 
     def stop(self, timeout_s: float = 120.0) -> None:
         try:

@@ -14,12 +14,16 @@
 - `rule_<name>`: the output of rule `<name>` read from its topic and decoded by its registry schema (every
   version as writer, the latest as reader); with backticks, `` `rule.<name>` `` names the same view. Its
   `event_time` (a filter's output), else `window.end` as column `window_time`, is its watermarked time column.
+
+`register_views(..., only=named_in(sql))` builds only the views one rule's SQL can name (the CLI: analysing a rule
+over `events` builds no type view and reads no other rule's schemas); Spark resolves a view only by a name written in
+the SQL, so the rule analyses exactly as over every view.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -32,7 +36,7 @@ from common.registry_client import RegistryClient
 from spark_pipeline import aggregate, decode, enrich, extract, shared
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.extract import NO_JMX
-from spark_pipeline.rules.model import OUTPUT_TOPIC_PREFIX, OUTPUT_VIEW_PREFIX, Rule, output_subject
+from spark_pipeline.rules.model import OUTPUT_TOPIC_PREFIX, OUTPUT_VIEW_PREFIX, Rule, output_subject, referenced_rules
 from spark_pipeline.snapshot import SchemaSnapshot, WriterSchema, subject_versions
 
 EVENTS_VIEW = "events"
@@ -44,6 +48,7 @@ EVENTS_COLUMNS = [*ENVELOPE_COLUMNS, "event_time", "properties", *ENRICHMENT_COL
                   *TYPED_HELPERS, "ingest_latency_ms"]
 RULE_TIME = "window_time"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TOKEN = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,14 @@ class Views:
         return sorted(self.frames)
 
 
-def pipeline_events(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, inventory: DataFrame, *,
+def named_in(sql: str) -> frozenset[str]:
+    """The names, lower case, that `sql` can refer to a view or a function by: every identifier-like word of the
+    text (comments and strings included) and `rule_<name>` for each rule it names (`` `rule.<name>` `` too). A
+    superset: a view or plugin function whose name is not in it cannot be what the SQL reads or calls."""
+    return frozenset(_TOKEN.findall(sql.lower())) | {f"{OUTPUT_VIEW_PREFIX}{n}" for n in referenced_rules(sql)}
+
+
+def pipeline_events(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, inventory: DataFrame | None, *,
                     streaming: bool, since_ms: int | None = None, realtime: bool = False,
                     starting_offsets: str = "latest") -> DataFrame:
     """The pipeline's decoded, deduplicated, enriched event rows (`shared.COLUMNS`).
@@ -72,10 +84,13 @@ def pipeline_events(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSn
     writes, watermarked; `realtime` for a real-time query, `starting_offsets` for a new checkpoint), or with
     `rules_realtime` off the events topic read by the rule itself (from `cfg.starting_offsets`). Batch: the
     events topic itself decoded, deduplicated exactly and enriched the same way (from the records written at or
-    after `since_ms`, epoch ms, when given), which the CLI tests rules on.
+    after `since_ms`, epoch ms, when given), which the CLI tests rules on. `inventory` (`enrich.read_inventory`) is
+    not read for the shared stream (enriched already): `inventory_needed` says when it may be None.
     """
     if streaming and cfg.rules_realtime:
         return shared.read_enriched(spark, cfg, starting_offsets, realtime=realtime)
+    if inventory is None:
+        raise ValueError("the node inventory is needed to enrich the events here (inventory_needed)")
     if streaming:  # HEADWATER_RULES_REALTIME=0: the rule reads, decodes, deduplicates and enriches on its own
         decoded = decode.decode(decode.frame(extract.kafka_stream(spark, cfg)), snapshot, strict=True)
         watermarked = aggregate.with_watermark(decode.events(decoded), cfg.lateness)
@@ -86,6 +101,11 @@ def pipeline_events(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSn
         .option("endingOffsets", "latest").option("failOnDataLoss", "false").load())
     rows = decode.events(decode.decode(decode.frame(raw), snapshot, strict=False))
     return shared.enriched_rows(aggregate.deduplicate(rows), inventory)
+
+
+def inventory_needed(cfg: PipelineConfig, *, streaming: bool) -> bool:
+    """Whether `pipeline_events` joins the node inventory itself (not when it reads the shared enriched stream)."""
+    return not (streaming and cfg.rules_realtime)
 
 
 def avro_struct(spark: SparkSession, schema: str) -> StructType:
@@ -176,13 +196,14 @@ def rule_source(spark: SparkSession, bootstrap: str, name: str, streaming: bool,
 def register_views(spark: SparkSession, events_df: DataFrame, snapshot_or_registry: SchemaSnapshot | RegistryClient,
                    rule_outputs: Mapping[str, Rule], *, bootstrap: str, subject_prefix: str = "headwater.events.",
                    lateness: str = "30 seconds", registry: RegistryClient | None = None,
-                   security: KafkaSecurity | None = None) -> Views:
+                   security: KafkaSecurity | None = None, only: Collection[str] | None = None) -> Views:
     """Register `events`, a view per event type and one per emitting rule of `rule_outputs` (as temp views of
     `spark`, replacing views of the same names) and return them.
 
     `events_df`: the pipeline's decoded, deduplicated, enriched event rows (`pipeline_events`, stream or batch).
     Rule outputs are read the same way (stream or batch) through their topics; their schemas come from `registry`
-    (default `snapshot_or_registry` when it is a client).
+    (default `snapshot_or_registry` when it is a client). `only` (lower-case names, `named_in`): build just those
+    type and rule views (`events` always), as many as one rule can name.
     """
     frames: dict[str, DataFrame] = {}
     events = events_view(events_df)
@@ -191,6 +212,8 @@ def register_views(spark: SparkSession, events_df: DataFrame, snapshot_or_regist
     for subject, reader in sorted(_readers(snapshot_or_registry, subject_prefix).items()):
         event_type = subject[len(subject_prefix):]
         if not _IDENTIFIER.fullmatch(event_type) or event_type == EVENTS_VIEW:
+            continue
+        if only is not None and event_type.lower() not in only:
             continue
         try:
             types[event_type] = type_view_schema(spark, reader)
@@ -201,6 +224,8 @@ def register_views(spark: SparkSession, events_df: DataFrame, snapshot_or_regist
     rules = []
     for name, rule in sorted(rule_outputs.items()):
         if rule.output_schema_id is None or client is None:
+            continue
+        if only is not None and f"{OUTPUT_VIEW_PREFIX}{name}".lower() not in only:
             continue
         writers = subject_versions(client, output_subject(name))
         if not writers:

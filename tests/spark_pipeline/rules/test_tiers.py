@@ -105,6 +105,22 @@ def test_the_others_go_to_the_microbatch_tier_with_the_reason(launcher: SparkLau
     assert reason in placement.reason and "\n" not in placement.reason
 
 
+def test_prepare_warms_the_realtime_tier_with_rules_it_places_there(launcher: SparkLauncher) -> None:
+    """The manager prepares the realtime views before any rule (SparkLauncher.prepare): its warm-up rules must take
+    the realtime tier's paths (the gate, the collapse of a filter, the compile of an aggregation), and the context
+    they built is the one a rule of the same snapshot is then placed in."""
+    from spark_pipeline.rules.launch import WARM_RULES
+    from tests.spark_pipeline.frames import catalog_snapshot
+
+    snapshot = catalog_snapshot()[0]
+    launcher.prepare(snapshot)
+    prepared = launcher.context(snapshot)
+    for warm in WARM_RULES:
+        placement, df = launcher.place(warm, snapshot)
+        assert (placement.tier, df is not None) == ("realtime", True), placement.reason
+    assert launcher.context(snapshot) is prepared
+
+
 def test_a_rule_kept_on_older_schema_versions_runs_in_micro_batches(launcher: SparkLauncher) -> None:
     """The packs share one set of views, of every type's newest version: a rule kept on the versions it started
     with (the manager does that when the newest would change its output columns) cannot join them."""
