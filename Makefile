@@ -15,7 +15,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 	setup-haproxy test-cluster test-long chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
 
 setup:
-	@bash stack/setup.sh
+	@bash setup/setup.sh
 	@$(MAKE) --no-print-directory native
 
 # The gateway's compiled Avro reader (gateway/_avro_fast.c), built in place; the gateway runs without it (slower).
@@ -34,7 +34,7 @@ SETUP_TOPOLOGY := setup $(if $(filter cluster,$(TOPOLOGY))$(GATEWAYS)$(HEADWATER
 
 # HAProxy (Debian package), for several gateways or registries only.
 setup-haproxy:
-	@bash stack/setup-haproxy.sh
+	@bash setup/setup-haproxy.sh
 
 up: $(SETUP_TOPOLOGY)
 	@$(PY) -m stack up

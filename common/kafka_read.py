@@ -130,7 +130,9 @@ def drain(consumer: Consumer, topic: str, starts: Mapping[int, int], ends: Mappi
     retriable: KafkaError | None = None
     while pending:
         progressed = False
-        for msg in consumer.consume(batch, timeout=0.5):
+        # No more than the offsets left: librdkafka's consume waits out its timeout for a batch it cannot fill.
+        left = sum(max(ends.get(p, 0) - positions.get(p, 0), 0) for p in pending)
+        for msg in consumer.consume(max(1, min(batch, left)), timeout=0.5):
             partition = msg.partition() or 0
             err = msg.error()
             if err is not None:
@@ -151,6 +153,7 @@ def drain(consumer: Consumer, topic: str, starts: Mapping[int, int], ends: Mappi
                 continue
             if offset + 1 >= ends[partition]:
                 pending.discard(partition)
+            positions[partition] = offset + 1
             yield msg
         if pending and _positions_advanced(consumer, topic, pending, ends, positions):
             progressed = True

@@ -40,7 +40,7 @@ def find_go() -> str:
     for candidate in (shutil.which("go"), "/usr/local/go/bin/go"):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
-    raise BuildError("no Go toolchain found: run `make setup` (stack/setup-go.sh installs one)")
+    raise BuildError("no Go toolchain found: run `make setup` (setup/setup-go.sh installs one)")
 
 
 def ldflags(go_version: str) -> list[str]:

@@ -22,7 +22,7 @@ class Browser:
     def __init__(self, profile: Path, width: int = 1400, height: int = 1500) -> None:
         exe = shutil.which("chromium")
         if exe is None:
-            raise RuntimeError("chromium is not installed: run `bash stack/setup-browser.sh` (make setup does)")
+            raise RuntimeError("chromium is not installed: run `bash setup/setup-browser.sh` (make setup does)")
         self.proc = subprocess.Popen([
             exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
             "--disable-extensions", "--disable-background-networking", "--disable-component-update",

@@ -16,7 +16,7 @@ OPS = REPO_ROOT / "ops"
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("promtool")
-    assert exe, "promtool is not installed: run `bash stack/setup-browser.sh` (make setup does)"
+    assert exe, "promtool is not installed: run `bash setup/setup-browser.sh` (make setup does)"
     return subprocess.run([exe, *args], cwd=OPS, capture_output=True, text=True, timeout=120, check=False)
 
 

@@ -26,7 +26,7 @@ def gateway(stack_env: dict[str, str]) -> dict[str, str]:
     if "GATEWAY_URL" not in stack_env:
         pytest.fail("the stack has no GATEWAY_URL: its gateway did not register (see the stack fixture's log)")
     if shutil.which("node") is None or not PRODUCER.exists():
-        pytest.fail(f"{PRODUCER} is missing: run `make setup` (stack/setup-node.sh builds the TypeScript SDK)")
+        pytest.fail(f"{PRODUCER} is missing: run `make setup` (setup/setup-node.sh builds the TypeScript SDK)")
     return stack_env
 
 

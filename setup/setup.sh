@@ -65,12 +65,12 @@ for pom in stack/maven/*/pom.xml; do
 done
 
 # 4. The Go SDK's toolchain check and its pinned modules (sdk-go/, sdk-go/bench/).
-bash stack/setup-go.sh
+bash setup/setup-go.sh
 # 5. The TypeScript SDK (sdk-typescript/): npm ci from its lockfile, then its build.
-bash stack/setup-node.sh
+bash setup/setup-node.sh
 # 6. Chromium and promtool for the console's browser test and the alert-rule tests.
-bash stack/setup-browser.sh
+bash setup/setup-browser.sh
 # 7. The SQL function plugins of the streaming rules (sql-functions/).
-bash stack/setup-sql-functions.sh
+bash setup/setup-sql-functions.sh
 
 say "done in $(( $(date +%s) - t0 ))s"
