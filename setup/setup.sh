@@ -72,5 +72,7 @@ bash setup/setup-node.sh
 bash setup/setup-browser.sh
 # 7. The SQL function plugins of the streaming rules (sql-functions/).
 bash setup/setup-sql-functions.sh
+# 8. The Python SDK's venvs on its oldest and newest Pythons (3.9, 3.13; skipped where pyenv lacks them).
+bash sdk-python/scripts/test-pythons.sh --prepare
 
 say "done in $(( $(date +%s) - t0 ))s"

@@ -2,7 +2,10 @@
 # Runs the Python SDK's unit tests on the oldest and newest Pythons it claims (3.9, 3.13), each in its own venv.
 # Venvs live in sdk-python/.venv-py<version>/ and are rebuilt only when this script or the SDK's pins change (a stamp).
 # Where pyenv or a version is absent the run is skipped, and says so; it never fails for a missing interpreter.
+# `--prepare` only builds the venvs (`make setup` does, so `make test` times the tests, not the installs).
 set -euo pipefail
+prepare=0
+[ "${1:-}" = "--prepare" ] && prepare=1
 cd "$(dirname "$0")/../.."
 VERSIONS=${HEADWATER_SDK_PYTHONS:-"3.9.18 3.13.0"}
 PYENV_ROOT=${PYENV_ROOT:-$HOME/.pyenv}
@@ -32,6 +35,10 @@ for version in $VERSIONS; do
     # shellcheck disable=SC2046
     "$venv/bin/pip" install -q --disable-pip-version-check $(pins_for "$version")
     echo "$stamp" > "$venv/.stamp"
+  fi
+  if [ "$prepare" = 1 ]; then
+    echo "sdk-python: the Python $version venv is ready"
+    continue
   fi
   echo "sdk-python unit tests on Python $version"
   # The SDK's own tests (sdk-python/tests/, its pyproject's pytest settings): no stack, no repository tooling.
