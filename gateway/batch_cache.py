@@ -11,6 +11,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from gateway.limits import Answer
 log = logging.getLogger("gateway.batch_cache")
 PRUNE_EVERY = 1000  # answers written between two prunes of the oldest ones
 LOCAL_SIZE = 4096   # this worker's most recent answers, also kept in memory
+WAL_SWITCH_S = 30.0  # how long a starting worker tries to open the shared file while the others do
 _Row = tuple[str, str, int, str, bytes]
 
 
@@ -53,7 +55,18 @@ class SharedCommittedBatches:
     @staticmethod
     def _connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
         db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
+        # Workers start together: switching a new file to WAL needs it alone, and SQLite may refuse at once
+        # ("database is locked") without waiting out the busy timeout; try again for a while before failing.
+        deadline = time.monotonic() + WAL_SWITCH_S
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    db.close()
+                    raise
+                time.sleep(0.05)
         db.execute("PRAGMA synchronous=OFF")  # a cache: losing it with the machine is harmless
         return db
 

@@ -45,3 +45,28 @@ def test_size_zero_keeps_nothing(tmp_path: Path) -> None:
     cache.put("dev", "b", 200, {}, b"")
     cache.flush()
     assert cache.get("dev", "b") is None and len(cache) == 0
+
+
+def test_a_worker_starting_while_another_holds_the_new_file_waits_for_it(tmp_path: Path) -> None:
+    """Workers start together: one switching the new file to WAL must not make another fail with 'database is
+    locked' (seen in CI: a worker exited at start and missed the reload it was sent)."""
+    import sqlite3
+    import threading
+
+    path = tmp_path / "committed-batches.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(0.5, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        cache = SharedCommittedBatches(path, 10, busy_timeout_s=0.01)  # far shorter than the lock is held
+
+        async def main() -> None:
+            cache.put("s", "b1", 200, {"accepted": 1}, b"d")
+            await cache.written()
+
+        asyncio.run(main())
+        assert SharedCommittedBatches(path, 10).get("s", "b1") == (200, {"accepted": 1}, b"d")
+    finally:
+        release.join()
+        holder.close()
