@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         from gateway.server import run_worker  # noqa: PLC0415 - after PROMETHEUS_MULTIPROC_DIR is final
 
         worker = args.worker or 0
+        # SIGHUP (reload the certificate) is handled once serving; until then it must not kill a starting worker,
+        # which reads the current certificate files when it starts anyway.
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         setup_logging(cfg.log_level, worker)
         run_worker(cfg, worker, supervisor=args.supervisor, proxy_fd=args.proxy_fd)
         return 0

@@ -75,6 +75,9 @@ def test_tls_and_proxy_socket_in_a_real_gateway(bootstrap: str, registry_url: st
             ips = sorted(str(dict(r.headers() or [])["client_ip"]) for r in records)
             assert ips == [str(b"10.1.2.3"), str(b"127.0.0.1")]
 
+            # /readyz answered by one worker says nothing of the other: reload once both listen.
+            wait_for("both workers listening", lambda: log_path.read_text().count('"msg": "listening"') == 2, 120,
+                     interval_s=0.2, alive=running(proc))
             proc.send_signal(signal.SIGHUP)
             wait_for("both workers to reload",
                      lambda: log_path.read_text().count("reloaded the TLS certificate") == 2, 120, interval_s=0.2,
