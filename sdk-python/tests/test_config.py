@@ -137,3 +137,14 @@ def test_avro_without_the_extra_is_a_config_error(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(ConfigError, match=r"headwater\[avro\]"):
         headwater.Client("http://gw", "k", wire_format="avro", registry_url="http://reg",
                          transport=headwater.MemoryTransport())
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("http://gw:1/a@b", "http://gw:1/a@b"), ("http://u:p@gw:1/x?y=@z", "http://***@gw:1/x?y=@z"),
+    ("https://a@b@gw", "https://***@gw"), ("http://u:p@gw?x@y", "http://***@gw?x@y"),
+    ("no-scheme@host", "no-scheme@host"),
+])
+def test_messages_show_a_url_without_its_user_info(url: str, shown: str) -> None:
+    from headwater._config import _without_userinfo
+
+    assert _without_userinfo(url) == shown

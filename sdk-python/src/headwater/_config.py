@@ -222,10 +222,11 @@ def _without_userinfo(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if not sep:
         return url
-    authority, slash, path = rest.partition("/")
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))  # as Go's and TypeScript's
+    authority = rest[:end]
     if "@" not in authority:
         return url
-    return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
+    return f"{scheme}://***@{authority.rpartition('@')[2]}{rest[end:]}"
 
 
 def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
