@@ -103,7 +103,7 @@ class Pack:
         self._members: dict[str, Member] = {}
         self._lock = threading.RLock()
         self._query: Any = None
-        self._running: frozenset[str] = frozenset()  # the members in `_query` (or whose start failed)
+        self._running: dict[str, Member] = {}  # the members in `_query` (or whose start failed), by rule name
         self._error: object | None = None
         self._pending = False
         self._changed = threading.Event()
@@ -116,7 +116,7 @@ class Pack:
         with self._lock:
             self._members[member.rule.name] = member
             self._touch()
-        return PackedRule(self, member.rule)
+        return PackedRule(self, member)
 
     def remove(self, name: str) -> None:
         with self._lock:
@@ -168,7 +168,7 @@ class Pack:
                           str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__)
         with self._lock:
             self._query, self._error = query, error
-            self._running = frozenset(m.rule.name for m in current)
+            self._running = {m.rule.name: m for m in current}
             self._pending = self._changed.is_set()
 
     def query(self) -> Any:
@@ -180,6 +180,12 @@ class Pack:
         with self._lock:
             return PackState(tuple(sorted(self._members)), tuple(sorted(self._running)), self._pending, self._error,
                              self._query)
+
+    def runs(self, member: Member) -> bool:
+        """Whether the pack's query evaluates this very member (not an earlier version or plan of its rule: after a
+        replace, the query keeps running the old one until its restart)."""
+        with self._lock:
+            return self._query is not None and self._running.get(member.rule.name) is member
 
     def status(self, name: str) -> tuple[bool, object | None]:
         """(active, exception) of member `name`: active while its restart is pending or the query runs."""
@@ -223,10 +229,11 @@ def _stop(query: Any, name: str) -> None:
 class PackedRule:
     """One rule's view of its pack, with the StreamingQuery attributes the rule manager reads."""
 
-    def __init__(self, pack: Pack, rule: Rule) -> None:
+    def __init__(self, pack: Pack, member: Member) -> None:
         self.pack = pack
-        self.rule = rule
-        self.name = f"rule.{rule.name}.v{rule.version}"
+        self.member = member
+        self.rule = member.rule
+        self.name = f"rule.{self.rule.name}.v{self.rule.version}"
 
     @property
     def isActive(self) -> bool:
@@ -239,9 +246,10 @@ class PackedRule:
     @property
     def lastProgress(self) -> Any:
         """The pack query's last progress; while its first real-time batch runs (it reports only at its end, after
-        HEADWATER_REALTIME_BATCH), a report of batch -1: the query runs and processes records as they come."""
+        HEADWATER_REALTIME_BATCH), a report of batch -1: the query runs and processes records as they come. None
+        until the query runs this member: the manager says "running" only once its rows are evaluated."""
         q = self.pack.query()
-        if q is None or self.pack.status(self.rule.name)[1] is not None:
+        if q is None or not self.pack.runs(self.member) or self.pack.status(self.rule.name)[1] is not None:
             return None
         progress = q.lastProgress
         return progress if progress is not None or not q.isActive else {"batchId": -1}

@@ -62,8 +62,8 @@ class Starter:
                 self.changed.wait(left)
 
 
-def member(name: str, context: int = 1) -> Member:
-    rule = Rule(name=name, sql="SELECT 1", version=1, applied_at=0, applied_by="t", output_schema_id=1)
+def member(name: str, context: int = 1, version: int = 1) -> Member:
+    rule = Rule(name=name, sql="SELECT 1", version=version, applied_at=0, applied_by="t", output_schema_id=1)
     return Member(rule, None, StructType([]), context)  # type: ignore[arg-type]
 
 
@@ -92,6 +92,33 @@ def test_rules_added_together_start_one_query(pack: Pack, starter: Starter) -> N
     assert views[0].lastProgress == {"batchId": 3}
     starter.started[0].lastProgress = None  # inside its first real-time batch: running, no report yet
     assert views[0].lastProgress == {"batchId": -1}
+
+
+def test_a_replaced_rule_reports_progress_only_once_the_query_runs_the_new_version(starter: Starter) -> None:
+    gate = threading.Event()
+
+    def slow(members: list[Member]) -> FakeQuery:
+        assert gate.wait(10)
+        return starter(members)
+
+    p = Pack("rules.realtime", slow, debounce_s=0.05)
+    try:
+        gate.set()
+        first = p.add(member("a"))
+        wait_for("the first version running", lambda: first.lastProgress == {"batchId": 3}, 10, interval_s=0.01)
+        gate.clear()  # the restart for the second version waits
+        first.stop()
+        second = p.add(member("a", version=2))
+        # Until the restart, the old query runs on with version 1's condition: none of it is version 2's progress.
+        assert p.query() is starter.started[0] and second.isActive and second.lastProgress is None
+        time.sleep(0.3)  # the restart stopped the old query and waits to start the new one
+        assert second.isActive and second.lastProgress is None
+        gate.set()
+        wait_for("the second version running", lambda: second.lastProgress == {"batchId": 3}, 10, interval_s=0.01)
+        assert len(starter.started) == 2 and p.query() is starter.started[1]
+    finally:
+        gate.set()
+        p.close()
 
 
 def test_a_removed_rule_restarts_the_query_without_it(pack: Pack, starter: Starter) -> None:
