@@ -97,7 +97,7 @@ async def ready(request: web.Request) -> web.Response:
     body: dict[str, Any] = {"ready": r.ready, "schemas": len(r.state.schemas), "role": "primary"}
     forwarder = request.app.get(FORWARDER)
     if forwarder is not None:
-        body |= {"role": "follower", "primary": forwarder.primary_url, "mirror_lag_s": r.log.last_lag_s}
+        body |= {"role": "follower", "primary": forwarder.primary_url, "last_record_lag_s": r.log.last_lag_s}
     return reply(body, 200 if r.ready else 503)
 
 
@@ -239,8 +239,9 @@ async def _await_registration(request: web.Request, forwarder: Forwarder, answer
         return
     log.warning("a registration made through the primary has not arrived through the mirror yet; answering with "
                 "the primary's answer (reads here miss it until the mirror delivers it)",
-                extra={"subject": subject, "id": schema_id, "waited_s": round(time.monotonic() - started, 3),
-                       "mirror_lag_s": r.log.last_lag_s, "highest_id_here": r.state.max_id,
+                extra={"subject": subject, "id": schema_id,
+                       "mirror_lag_at_least_s": round(time.monotonic() - started, 3),
+                       "last_record_lag_s": r.log.last_lag_s, "highest_id_here": r.state.max_id,
                        "primary": forwarder.primary_url})
 
 

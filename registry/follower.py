@@ -55,11 +55,8 @@ class Forwarder:
 
     def __init__(self, cfg: FollowerConfig) -> None:
         self.cfg = cfg
+        self.primary_url = cfg.primary_url.rstrip("/")  # request paths start with "/"
         self._session: aiohttp.ClientSession | None = None
-
-    @property
-    def primary_url(self) -> str:
-        return self.cfg.primary_url
 
     async def start(self) -> None:
         ssl_context = client_context(self.cfg.primary_ca) if self.cfg.primary_url.startswith("https://") else None
@@ -102,7 +99,7 @@ class Forwarder:
     async def _send(self, method: str, path_qs: str, body: bytes, headers: dict[str, str],
                     timeout_s: float) -> Answer:
         assert self._session is not None
-        async with self._session.request(method, self.cfg.primary_url + path_qs, data=body or None,
+        async with self._session.request(method, self.primary_url + path_qs, data=body or None,
                                          headers=headers, allow_redirects=False,
                                          timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
             data = await resp.content.read(MAX_ANSWER_BYTES + 1)
@@ -115,7 +112,9 @@ class Forwarder:
             return Answer(resp.status, data, resp.headers.get(hdrs.CONTENT_TYPE, resp.content_type), kept)
 
     def _unavailable(self, reason: str) -> PrimaryUnavailable:
+        log.warning("the primary registry cannot be reached: write refused",
+                    extra={"primary": self.primary_url, "reason": reason})
         return PrimaryUnavailable(
-            f"the primary registry at {self.cfg.primary_url} cannot be reached ({reason}); this registry is a "
+            f"the primary registry at {self.primary_url} cannot be reached ({reason}); this registry is a "
             "read-only follower: registering schemas and changing or deleting them needs the primary region. "
             "Reads are still answered here.")
