@@ -77,13 +77,16 @@ class Forwarder:
         sent[FORWARDED_BY] = "follower"
         started = time.monotonic()
         deadline = started + self.cfg.forward_timeout_s
-        attempts = 2 if idempotent else 1
-        for attempt in range(attempts):
+        retries = 1 if idempotent else 0
+        while True:
             try:
                 answer = await self._send(method, path_qs, body, sent, max(0.01, deadline - time.monotonic()))
             except aiohttp.ServerDisconnectedError as exc:
-                if attempt + 1 < attempts and time.monotonic() < deadline:
-                    continue  # a pooled connection the primary had closed: the request was not answered
+                if retries and time.monotonic() < deadline:
+                    retries -= 1
+                    # Closed without an answer (a stale pooled connection, a primary restarting): sending an
+                    # idempotent write again is safe even if the primary had carried it out.
+                    continue
                 raise self._unavailable(f"it closed the connection: {exc}") from None
             except TimeoutError:
                 raise self._unavailable(f"no answer within {self.cfg.forward_timeout_s:g} s") from None
@@ -94,7 +97,6 @@ class Forwarder:
             log.info("forwarded to the primary", extra={"method": method, "path": path_qs, "status": answer.status,
                                                         "ms": round((time.monotonic() - started) * 1000, 1)})
             return answer
-        raise AssertionError("unreachable")  # pragma: no cover (the loop returns or raises)
 
     async def _send(self, method: str, path_qs: str, body: bytes, headers: dict[str, str],
                     timeout_s: float) -> Answer:
