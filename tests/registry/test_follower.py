@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from common.basic_auth import hash_password
 from tests.support.kafka import end_offsets
@@ -223,6 +224,16 @@ def test_a_registration_the_mirror_has_not_delivered_is_answered_after_the_wait(
         regions.mirror.paused.clear()
     wait_for("the id mirrored to the follower", lambda: call(f"{regions.follower}/schemas/ids/{body['id']}")[0] == 200,
              10)
+
+
+def test_confluents_own_client_registers_through_the_follower_and_reads_back_from_it(regions: Regions) -> None:
+    subject = f"test.{uuid.uuid4().hex}.confluent"
+    client = SchemaRegistryClient({"url": regions.follower, "basic.auth.user.info": f"writer:{PASSWORDS['writer']}"})
+    sid = client.register_schema(subject, Schema(schema("e"), "AVRO"))
+    fresh = SchemaRegistryClient({"url": regions.follower})  # no cache: asks the follower itself
+    assert json.loads(fresh.get_schema(sid).schema_str or "null") == json.loads(schema("e"))
+    assert fresh.get_latest_version(subject).schema_id == sid
+    assert call(f"{regions.primary}/schemas/ids/{sid}")[0] == 200
 
 
 def test_a_write_forwarded_by_another_follower_is_refused(regions: Regions) -> None:
