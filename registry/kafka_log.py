@@ -84,8 +84,9 @@ class KafkaLog:
                                    "(TOPIC_AUTHORIZATION_FAILED: is this the registry's own principal?)")
         if meta is None or meta.error is not None or 0 not in meta.partitions:
             reason = f" ({meta.error.name()})" if meta is not None and meta.error is not None else ""
-            raise StoreUnavailable(f"topic {self.topic!r} does not exist on {self.bootstrap}{reason} "
-                                   "(the stack creates it)")
+            who = ("MirrorMaker 2 creates it when it first mirrors the primary's topic, or create it beforehand: "
+                   "compacted, one partition" if not self.writable else "the stack creates it")
+            raise StoreUnavailable(f"topic {self.topic!r} does not exist on {self.bootstrap}{reason} ({who})")
         self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         self._thread = threading.Thread(target=self._follow, name="schemas-follower", daemon=True)
         self._thread.start()

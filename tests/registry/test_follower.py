@@ -268,3 +268,19 @@ def test_with_the_primary_down_writes_get_503_naming_it_and_reads_keep_working(r
     assert subject in call(f"{regions.follower}/subjects")[1]
     assert call(regions.follower + "/ready")[0] == 200
     assert "the primary registry cannot be reached" in log_text(regions.follower_log)
+
+
+def test_a_follower_whose_mirrored_topic_does_not_exist_yet_exits_saying_who_creates_it(
+        stack_env: dict[str, str], tmp_path: Path) -> None:
+    topic = f"a._schemas_missing_{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "follower.log"
+    with open(log, "wb") as out:
+        proc = start_service("registry", {**os.environ, "KAFKA_BOOTSTRAP": stack_env["KAFKA_BOOTSTRAP"],
+                                          "SCHEMAS_TOPIC": topic, "REGISTRY_PORT": str(free_port()),
+                                          "REGISTRY_PRIMARY_URL": "http://127.0.0.1:9"}, out)
+    try:
+        assert proc.wait(60) != 0
+    finally:
+        stop(proc, 5)
+    assert f"topic '{topic}' does not exist" in log_text(log)
+    assert "MirrorMaker 2 creates it when it first mirrors the primary's topic" in log_text(log)
