@@ -1,4 +1,6 @@
-"""The Confluent Schema Registry REST API over aiohttp: routes, JSON bodies and Confluent-style errors."""
+"""The Confluent Schema Registry REST API over aiohttp: routes, JSON bodies and Confluent-style errors.
+
+On a follower (a Forwarder given) the write routes forward to the primary (registry/follower.py); reads stay local."""
 
 from __future__ import annotations
 
@@ -13,13 +15,23 @@ from aiohttp import web
 from registry import ops
 from registry.access import USER, AccessPolicy, make_access_middleware
 from registry.canonical import ParsedSchema
-from registry.errors import MalformedRequest, RegistryError, SchemaNotFound, SubjectNotFound, UnprocessableRequest
+from registry.errors import (
+    ForwardingLoop,
+    MalformedRequest,
+    RegistryError,
+    SchemaNotFound,
+    SubjectNotFound,
+    UnprocessableRequest,
+)
+from registry.follower import FORWARDED_BY, Answer, Forwarder
 from registry.service import Registry
 from registry.state import Version
 
 log = logging.getLogger(__name__)
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 REGISTRY: web.AppKey[Registry] = web.AppKey("registry", Registry)
+FORWARDER: web.AppKey[Forwarder] = web.AppKey("forwarder", Forwarder)
+REGISTER_ROUTE = "/subjects/{subject}/versions"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -82,7 +94,11 @@ async def root(request: web.Request) -> web.Response:
 
 async def ready(request: web.Request) -> web.Response:
     r = reg(request)
-    return reply({"ready": r.ready, "schemas": len(r.state.schemas)}, 200 if r.ready else 503)
+    body: dict[str, Any] = {"ready": r.ready, "schemas": len(r.state.schemas), "role": "primary"}
+    forwarder = request.app.get(FORWARDER)
+    if forwarder is not None:
+        body |= {"role": "follower", "primary": forwarder.primary_url, "last_record_lag_s": r.log.last_lag_s}
+    return reply(body, 200 if r.ready else 503)
 
 
 async def schema_types(request: web.Request) -> web.Response:
@@ -189,10 +205,51 @@ async def delete_config(request: web.Request) -> web.Response:
 
 
 async def mode(request: web.Request) -> web.Response:
-    return reply({"mode": "READWRITE"})
+    return reply({"mode": "READONLY" if FORWARDER in request.app else "READWRITE"})
 
 
-def routes() -> list[web.RouteDef]:
+async def forwarded(request: web.Request) -> web.Response:
+    """A follower's write: the primary's answer; after a registration, its id awaited in this replay."""
+    forwarder = request.app[FORWARDER]
+    if FORWARDED_BY in request.headers:
+        raise ForwardingLoop("this registry is a follower and was sent a write another follower forwarded: that "
+                             "follower's REGISTRY_PRIMARY_URL must name the primary registry")
+    resource = request.match_info.route.resource
+    is_registration = request.method == "POST" and resource is not None and resource.canonical == REGISTER_ROUTE
+    answer = await forwarder.forward(request.method, request.path_qs, await request.read(), request.headers,
+                                     idempotent=is_registration or request.method == "PUT")
+    if is_registration and answer.status == 200:
+        await _await_registration(request, forwarder, answer)
+    return web.Response(body=answer.body, status=answer.status,
+                        headers={"Content-Type": answer.content_type, **answer.headers})
+
+
+async def _await_registration(request: web.Request, forwarder: Forwarder, answer: Answer) -> None:
+    """Wait (REGISTRY_FOLLOW_WAIT_S at most) until the id the primary gave arrives here through the mirror, so that a
+    read right after the write finds it; past the wait, answer anyway and say how far behind the mirror looked."""
+    try:
+        schema_id = answer.json().get("id")
+    except (ValueError, AttributeError):
+        return
+    if not isinstance(schema_id, int):
+        return
+    r, subject = reg(request), request.match_info["subject"]
+    started = time.monotonic()
+    if await r.wait_registered(subject, schema_id, forwarder.cfg.follow_wait_s):
+        return
+    log.warning("a registration made through the primary has not arrived through the mirror yet; answering with "
+                "the primary's answer (reads here miss it until the mirror delivers it)",
+                extra={"subject": subject, "id": schema_id,
+                       "mirror_lag_at_least_s": round(time.monotonic() - started, 3),
+                       "last_record_lag_s": r.log.last_lag_s, "highest_id_here": r.state.max_id,
+                       "primary": forwarder.primary_url})
+
+
+def routes(follower: bool = False) -> list[web.RouteDef]:
+    """Every route; with `follower`, each write route's handler is the forwarding one."""
+    def w(handler: Handler) -> Handler:
+        return forwarded if follower else handler
+
     s, v = "/subjects/{subject}", "/subjects/{subject}/versions/{version}"
     return [
         web.get("/", root), web.get("/ready", ready),
@@ -200,29 +257,33 @@ def routes() -> list[web.RouteDef]:
         web.get("/schemas/ids/{id}", schema_by_id), web.get("/schemas/ids/{id}/schema", schema_by_id),
         web.get("/schemas/ids/{id}/subjects", subjects_of_id), web.get("/schemas/ids/{id}/versions", versions_of_id),
         web.get("/subjects", list_subjects),
-        web.post(s, lookup), web.delete(s, delete_subject),
-        web.get(f"{s}/versions", list_versions), web.post(f"{s}/versions", register),
+        web.post(s, lookup), web.delete(s, w(delete_subject)),
+        web.get(f"{s}/versions", list_versions), web.post(f"{s}/versions", w(register)),
         web.get(v, get_version), web.get(f"{v}/schema", get_version), web.get(f"{v}/referencedby", get_version),
-        web.delete(v, delete_version),
+        web.delete(v, w(delete_version)),
         web.post("/compatibility/subjects/{subject}/versions", compatibility),
         web.post("/compatibility/subjects/{subject}/versions/{version}", compatibility),
-        web.get("/config", get_config), web.put("/config", put_config), web.delete("/config", delete_config),
-        web.get("/config/{subject}", get_config), web.put("/config/{subject}", put_config),
-        web.delete("/config/{subject}", delete_config),
+        web.get("/config", get_config), web.put("/config", w(put_config)), web.delete("/config", w(delete_config)),
+        web.get("/config/{subject}", get_config), web.put("/config/{subject}", w(put_config)),
+        web.delete("/config/{subject}", w(delete_config)),
         web.get("/mode", mode), web.get("/mode/{subject}", mode),
     ]
 
 
-def make_app(registry: Registry, access: AccessPolicy | None = None) -> web.Application:
-    """The application; the registry must be started (replayed) by the caller or a cleanup context.
+def make_app(registry: Registry, access: AccessPolicy | None = None,
+             forwarder: Forwarder | None = None) -> web.Application:
+    """The application; the registry (and the forwarder, on a follower) must be started by the caller or a cleanup
+    context.
 
     `access` None: no authentication (tests of the API itself); cross-site writes and non-JSON bodies are refused
-    whatever the policy."""
+    whatever the policy. `forwarder`: a follower, whose writes go to the primary."""
     def has_versions(subject: str) -> bool:
         return bool(registry.state.versions(subject, deleted=True))
 
     middlewares = [errors_middleware, make_access_middleware(access or AccessPolicy(), has_versions)]
     app = web.Application(middlewares=middlewares, client_max_size=4 * 1024 * 1024)
     app[REGISTRY] = registry
-    app.add_routes(routes())
+    if forwarder is not None:
+        app[FORWARDER] = forwarder
+    app.add_routes(routes(follower=forwarder is not None))
     return app

@@ -125,3 +125,15 @@ class MalformedRequest(RegistryError):
     """The request body is not JSON."""
 
     status, code = 400, 400
+
+
+class PrimaryUnavailable(RegistryError):
+    """A follower could not reach its primary registry to forward a write: retryable; reads keep working."""
+
+    status, code = 503, 50301
+
+
+class ForwardingLoop(RegistryError):
+    """A follower was sent a write forwarded by another follower: REGISTRY_PRIMARY_URL names a follower."""
+
+    status, code = 503, 50302

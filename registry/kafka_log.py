@@ -7,6 +7,9 @@ deciding anything; it writes each change in one transaction and answers only onc
 the committed records back. A writer that was fenced in the meantime fails to commit, so nothing of its
 decision becomes visible; it re-acquires, catches up and decides again. Followers read `read_committed`, so
 every instance applies the same records in the same order and agrees on ids and versions.
+
+A follower registry (another region's, on the primary's topic as mirrored there) opens the log read-only: no
+producer is ever created, so it starts with a principal that may only read the topic.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -24,7 +28,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from common.kafka_security import KafkaSecurity
 from registry.errors import StoreUnavailable
-from registry.schema_log import Apply, Record, WriterFenced
+from registry.schema_log import Apply, ReadOnlyLog, Record, WriterFenced
 
 log = logging.getLogger(__name__)
 # librdkafka's own log lines go through Python logging (JSON lines), not raw to stderr.
@@ -39,11 +43,14 @@ def _leader_moved(exc: BaseException) -> bool:
 
 
 class KafkaLog:
-    """Follows partition 0 of `topic` from the beginning; writes through a transactional producer."""
+    """Follows partition 0 of `topic` from the beginning; writes through a transactional producer unless
+    `writable` is False (a follower's log: any write raises ReadOnlyLog and no producer is created)."""
 
     def __init__(self, bootstrap: str, topic: str, transactional_id: str, timeout_s: float,
-                 security: KafkaSecurity | None = None) -> None:
+                 security: KafkaSecurity | None = None, *, writable: bool = True) -> None:
         self.bootstrap = bootstrap
+        self.writable = writable
+        self.last_lag_s: float | None = None
         self.security = security or KafkaSecurity()
         self.topic = topic
         self.transactional_id = transactional_id
@@ -77,8 +84,9 @@ class KafkaLog:
                                    "(TOPIC_AUTHORIZATION_FAILED: is this the registry's own principal?)")
         if meta is None or meta.error is not None or 0 not in meta.partitions:
             reason = f" ({meta.error.name()})" if meta is not None and meta.error is not None else ""
-            raise StoreUnavailable(f"topic {self.topic!r} does not exist on {self.bootstrap}{reason} "
-                                   "(the stack creates it)")
+            who = ("MirrorMaker 2 creates it when it first mirrors the primary's topic, or create it beforehand: "
+                   "compacted, one partition" if not self.writable else "the stack creates it")
+            raise StoreUnavailable(f"topic {self.topic!r} does not exist on {self.bootstrap}{reason} ({who})")
         self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         self._thread = threading.Thread(target=self._follow, name="schemas-follower", daemon=True)
         self._thread.start()
@@ -97,11 +105,14 @@ class KafkaLog:
                 else:
                     log.warning("schemas follower error", extra={"error": str(err)})
                 continue
-            self._loop.call_soon_threadsafe(self._on_record, msg.key(), msg.value(), msg.offset() or 0)
+            _, timestamp_ms = msg.timestamp()
+            self._loop.call_soon_threadsafe(self._on_record, msg.key(), msg.value(), msg.offset() or 0, timestamp_ms)
 
-    def _on_record(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+    def _on_record(self, key: bytes | None, value: bytes | None, offset: int, timestamp_ms: int) -> None:
         assert self._apply is not None
         self._apply(key, value)
+        if timestamp_ms > 0:  # the record's create time, which MirrorMaker 2 keeps: lag since the primary wrote it
+            self.last_lag_s = round(max(0.0, time.time() - timestamp_ms / 1000), 3)
         self._advance(offset + 1)
 
     def _advance(self, position: int) -> None:
@@ -148,6 +159,8 @@ class KafkaLog:
         await self._wait_position(int(high))
 
     async def acquire_writer(self) -> None:
+        if not self.writable:
+            raise ReadOnlyLog(f"{self.topic} is a follower's log: writes go to the primary registry")
         if self._producer is None:
             producer = Producer({
                 "bootstrap.servers": self.bootstrap, **self.security.librdkafka(),

@@ -13,8 +13,16 @@ class WriterFenced(Exception):
     """Another instance became the writer; re-acquire, catch up and decide again."""
 
 
+class ReadOnlyLog(Exception):
+    """A write was attempted on a follower's log, which only replays the primary's mirrored topic."""
+
+
 class SchemaLog(Protocol):
     """An ordered, replayable log (the `_schemas` topic). Every record read is passed to `apply`, in order."""
+
+    # Seconds between the newest record's timestamp and its arrival here (on a follower: the mirror's lag, clock
+    # skew between the regions included); None before the first record or where records carry no time.
+    last_lag_s: float | None
 
     async def start(self, apply: Apply) -> None:
         """Replay the whole log through `apply`, return when caught up, then keep following it."""
@@ -35,6 +43,7 @@ class MemoryLog:
     def __init__(self, records: list[Record] | None = None) -> None:
         self.records: list[Record] = [] if records is None else records
         self._apply: Apply | None = None
+        self.last_lag_s: float | None = None
         self._read = 0
         self.fence_next = 0  # make the next N appends raise WriterFenced (tests the retry path)
 

@@ -26,10 +26,16 @@ class Registry:
         self.state = State(default_level=default_level)
         self.log = schema_log
         self._write_lock = asyncio.Lock()
+        self._applied = asyncio.Event()  # set and replaced after every record applied: wakes wait_registered
         self.ready = False
 
+    def _apply(self, key: bytes | None, value: bytes | None) -> None:
+        self.state.apply(key, value)
+        applied, self._applied = self._applied, asyncio.Event()
+        applied.set()
+
     async def start(self) -> None:
-        await self.log.start(self.state.apply)
+        await self.log.start(self._apply)
         self.ready = True
         log.info("replayed _schemas", extra={"records": self.state.applied, "subjects": len(self.state.subjects),
                                              "schemas": len(self.state.schemas)})
@@ -77,6 +83,25 @@ class Registry:
 
     async def delete_level(self, subject: str | None) -> str:
         return await self._write(lambda s: ops.delete_level(s, subject))
+
+    def has_version(self, subject: str, schema_id: int) -> bool:
+        """Whether `subject` has a live version with id `schema_id` in this instance's replay."""
+        return any(v.schema_id == schema_id for v in self.state.versions(subject))
+
+    async def wait_registered(self, subject: str, schema_id: int, timeout_s: float) -> bool:
+        """Wait until this instance's replay has `schema_id` under `subject` (a registration made elsewhere, e.g.
+        by the primary, arriving through the mirrored topic); False after `timeout_s` without it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self.has_version(subject, schema_id):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._applied.wait(), remaining)
+            except TimeoutError:
+                return self.has_version(subject, schema_id)
+        return True
 
     def check(self, subject: str, parsed: ParsedSchema, version: str | None) -> list[Problem]:
         return ops.check_compatibility(self.state, subject, parsed, version)

@@ -118,13 +118,29 @@ class State:
             return
         schema_id = int(value["id"])
         deleted = bool(value.get("deleted", False))
-        if schema_id not in self.schemas:
-            text = str(value["schema"])
-            canonical = canonical_form(json.loads(text))
-            self.schemas[schema_id] = StoredSchema(schema_id, text, canonical)
-            self.by_canonical.setdefault(canonical, schema_id)
+        self._store(schema_id, str(value["schema"]))
         self.max_id = max(self.max_id, schema_id)
         self.subjects.setdefault(subject, {})[version] = Version(subject, version, schema_id, deleted)
+
+    def _store(self, schema_id: int, text: str) -> None:
+        """Keep the schema of `schema_id`. A registry's own topic (read read_committed) never gives one id two
+        schemas; a copy that kept the records of aborted transactions does (a mirror reading read_uncommitted: a
+        fenced writer's decision, then the winner's). The later record is the one that was committed: it wins,
+        and the error is logged, since ghost versions of the aborted decision may remain."""
+        stored = self.schemas.get(schema_id)
+        if stored is not None and stored.text == text:
+            return
+        canonical = canonical_form(json.loads(text))
+        if stored is not None:
+            if stored.canonical == canonical:
+                return
+            log.error("one schema id with two different schemas in the log; keeping the later. A registry's own "
+                      "topic never holds this: is it a mirror that copied aborted transactions? (MirrorMaker 2 "
+                      "must read the source with isolation.level=read_committed)", extra={"id": schema_id})
+            if self.by_canonical.get(stored.canonical) == schema_id:
+                del self.by_canonical[stored.canonical]
+        self.schemas[schema_id] = StoredSchema(schema_id, text, canonical)
+        self.by_canonical.setdefault(canonical, schema_id)
 
     def _apply_config(self, subject: Any, value: Any) -> None:
         key = None if subject is None else str(subject)
