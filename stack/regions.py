@@ -21,7 +21,7 @@ from stack.launcher import Stack, UpReport
 from stack.mirror import SCHEMAS_TOPIC, MirrorMaker, MirrorSettings, remote_topic
 from stack.process import StartWatch
 from stack.secrets import kept_secret
-from stack.services import ServiceError
+from stack.services import HttpService, ServiceError, subscribe_service
 from stack.topics import EVENTS_TOPIC, TopicSpec, ensure_topics
 
 NAMES = ("a", "b")  # in failover order: `a` is the primary region (its registry is the writable one)
@@ -51,11 +51,15 @@ class RegionsConfig:
 
     Environment (docs/regions.md): HEADWATER_STATE_DIR (the regions live in <state>/regions/a and /b),
     HEADWATER_REGIONS_PORT_BASE (20000: region a on 20001-20199, b on 20201-20399), HEADWATER_REGIONS_KAFKA_HEAP_MB
-    (384), HEADWATER_MIRROR_HEAP_MB (256), HEADWATER_MIRROR_REFRESH_S (5), HEADWATER_MIRROR_EXACTLY_ONCE (1).
+    (384), HEADWATER_MIRROR_HEAP_MB (256), HEADWATER_MIRROR_REFRESH_S (5), HEADWATER_MIRROR_EXACTLY_ONCE (1),
+    HEADWATER_REGIONS_PIPELINE (0: each region's pipeline is started by hand; 1: by `up`, on port base+8 of the
+    region for its /metrics).
     """
 
     root: Path
     regions: tuple[StackConfig, ...]
+    pipeline_ports: tuple[int, ...]  # each region's pipeline's /metrics
+    pipeline: bool = False
     mirror_heap_mb: int = 256
     mirror_refresh_s: int = 5
     exactly_once: bool = True
@@ -77,6 +81,8 @@ class RegionsConfig:
                           "HEADWATER_KAFKA_HEAP_MB": str(heap)}
             configs.append(StackConfig.from_env(region_env, topology=REGION))
         return cls(root=root, regions=tuple(configs),
+                   pipeline_ports=tuple(base + i * PORT_STRIDE + 8 for i in range(len(NAMES))),
+                   pipeline=_int(env, "HEADWATER_REGIONS_PIPELINE", 0, 0, 1) == 1,
                    mirror_heap_mb=_int(env, "HEADWATER_MIRROR_HEAP_MB", 256, 128, 8192),
                    mirror_refresh_s=_int(env, "HEADWATER_MIRROR_REFRESH_S", 5, 1, 600),
                    exactly_once=_int(env, "HEADWATER_MIRROR_EXACTLY_ONCE", 1, 0, 1) == 1)
@@ -91,7 +97,7 @@ class RegionsConfig:
                                               events_partitions=events_partitions, heap_mb=heap_mb),
                     gateway_workers=1)
             for name in NAMES)
-        return cls(root=root, regions=configs)
+        return cls(root=root, regions=configs, pipeline_ports=tuple(free_port() for _ in NAMES))
 
     def region(self, name: str) -> StackConfig:
         return self.regions[NAMES.index(name)]
@@ -119,10 +125,11 @@ class RegionStack(Stack):
     out `_schemas`, starts its registry on the primary's mirrored log and waits for the primary's schema ids
     instead of registering the catalog."""
 
-    def __init__(self, cfg: StackConfig, name: str, primary: RegionStack | None,
-                 others: tuple[str, ...], gateway_env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, cfg: StackConfig, name: str, primary: RegionStack | None, others: tuple[str, ...], *,
+                 pipeline_port: int, gateway_env: Mapping[str, str] | None = None) -> None:
         super().__init__(cfg, gateway_env)
         self.name = name
+        self.pipeline_port = pipeline_port
         self.primary = primary  # None: this region's registry is the primary
         self.others = others
 
@@ -130,6 +137,7 @@ class RegionStack(Stack):
         env = super().endpoints()
         env |= {"HEADWATER_TOPOLOGY": "regions", "HEADWATER_REGION": self.name,
                 "HEADWATER_PIPELINE_DIR": str(self.cfg.state_dir / "pipeline"),
+                "HEADWATER_PIPELINE_METRICS_PORT": str(self.pipeline_port),
                 "MIRRORED_EVENTS_TOPICS": ",".join(remote_topic(o, EVENTS_TOPIC) for o in self.others)}
         if self.primary is not None:
             env |= {"SCHEMAS_TOPIC": remote_topic(self.primary.name, SCHEMAS_TOPIC),
@@ -139,6 +147,11 @@ class RegionStack(Stack):
     def topics(self) -> list[TopicSpec]:
         specs = super().topics()
         return specs if self.primary is None else [s for s in specs if s.name != SCHEMAS_TOPIC]
+
+    def pipeline(self) -> HttpService:
+        """This region's Spark pipeline (local mode) on its stack.env, ready once it serves /metrics."""
+        return HttpService(name="pipeline", module="spark_pipeline", port=self.pipeline_port, ready_path="/metrics",
+                           args=("--env-file", str(self.cfg.env_file), "run"))
 
     def register_schemas(self) -> None:
         if self.primary is None:
@@ -184,9 +197,10 @@ class Regions:
     def __init__(self, cfg: RegionsConfig, gateway_env: Mapping[str, str] | None = None) -> None:
         self.cfg = cfg
         stacks: list[RegionStack] = []
-        for name, region in zip(NAMES, cfg.regions, strict=True):
+        for name, region, port in zip(NAMES, cfg.regions, cfg.pipeline_ports, strict=True):
             others = tuple(n for n in NAMES if n != name)
-            stacks.append(RegionStack(region, name, stacks[0] if stacks else None, others, gateway_env))
+            stacks.append(RegionStack(region, name, stacks[0] if stacks else None, others, pipeline_port=port,
+                                      gateway_env=gateway_env))
         self.stacks = tuple(stacks)
         self.mirror = MirrorMaker(cfg.mirror_settings())
 
@@ -215,6 +229,8 @@ class Regions:
             reports[name] = self.start_region(name)
         for name, report in reports.items():
             started += [f"{name}/{s}" for s in report.started]
+        if self.cfg.pipeline:  # one after the other: each Spark start takes the host's CPU for a while
+            started += [f"{s.name}/pipeline" for s in self.stacks if s.pipeline().start(s.cfg, reports[s.name].env)]
         env = self.endpoints(reports)
         write_env(self.cfg.env_file, env)
         return RegionsReport(env, started, time.monotonic() - t0)
@@ -224,8 +240,24 @@ class Regions:
         return self.stack(name).up()
 
     def stop_region(self, name: str) -> list[str]:
-        """Stop every process of region `name` (SIGTERM, then SIGKILL after each one's timeout)."""
-        return self.stack(name).down()
+        """Stop every process of region `name`, its pipeline first (SIGTERM, then SIGKILL after each one's
+        timeout)."""
+        region = self.stack(name)
+        stopped = ["pipeline"] if region.pipeline().process(region.cfg).stop(60) else []
+        return stopped + region.down()
+
+    def kill_region(self, name: str) -> None:
+        """kill -9 every process of region `name` at once (a region lost whole: fault injection); its data stays,
+        and `start_region` brings it back."""
+        region = self.stack(name)
+        t = region.cfg.topology
+        processes = [region.pipeline().process(region.cfg),
+                     *(region.gateway_process(i) for i in range(1, t.gateways + 1)),
+                     *(subscribe_service(region.cfg, i).process(region.cfg) for i in range(1, t.subscribe + 1)),
+                     region.haproxy.process, *(region.registry_process(i) for i in range(1, t.registries + 1))]
+        for process in processes:
+            process.kill()
+        region.kafka.kill()
 
     def endpoints(self, reports: Mapping[str, UpReport]) -> dict[str, str]:
         """The root stack.env: the primary region's endpoints under the usual names (the tools' default), and
@@ -267,7 +299,11 @@ class Regions:
     def status(self) -> dict[str, bool]:
         status = {"mirror": self.mirror.running()}
         for name in NAMES:
-            status |= {f"{name}/{k}": v for k, v in self.stack(name).status().items()}
+            region = self.stack(name)
+            status |= {f"{name}/{k}": v for k, v in region.status().items()}
+            running = region.pipeline().process(region.cfg).pid() is not None
+            if self.cfg.pipeline or running:
+                status[f"{name}/pipeline"] = running
         return status
 
     def brokers(self, name: str) -> Brokers:
