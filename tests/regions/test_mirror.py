@@ -4,92 +4,31 @@ ids through the mirrored `a._schemas`); an aborted transaction is never copied; 
 
 from __future__ import annotations
 
-import statistics
 import time
 import uuid
-from typing import Any
 
-import headwater
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from common.avro_frame import WriterSchemas
 from common.kafka_read import read_to_end
 from stack.regions import Regions
+from tests.regions.flows import mirror_once
 from tests.support.kafka import end_offsets
 
 pytestmark = pytest.mark.integration
-
-EVENTS = 60
-
-
-def _metric(i: int) -> dict[str, Any]:
-    return {"host": f"web-{i % 3}", "service": "shop", "metric": "orders", "kind": "counter", "value": float(i),
-            "unit": "1"}
-
-
-def _send(gateway_url: str, write_key: str) -> str:
-    """EVENTS events through `gateway_url`, all acknowledged; the SDK's producer id."""
-    with headwater.Client(gateway_url, write_key) as client:
-        for i in range(EVENTS):
-            client.track("server_metric", _metric(i))
-        assert client.flush(60), "the SDK did not deliver every event"
-        return client.producer_id
-
-
-def _mirrored(bootstrap: str, topic: str, start: dict[int, int], producer_id: str, registry_url: str, *,
-              timeout_s: float = 60.0) -> tuple[dict[int, str], list[float]]:
-    """seq -> event_id of `producer_id`'s records in `topic` (read_committed, from `start`), each decoded with the
-    registry at `registry_url`, and the lag of each (seen here - its CreateTime, kept by MirrorMaker 2), seconds."""
-    schemas = WriterSchemas(registry_url)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"regions-test-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "isolation.level": "read_committed"})
-    consumer.assign([TopicPartition(topic, p, o) for p, o in start.items()])
-    seen: dict[int, str] = {}
-    lags: list[float] = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(seen) < EVENTS and time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            value = None if msg is None or msg.error() else msg.value()
-            if msg is None or value is None:
-                continue
-            record = schemas.decode(value)
-            if str(record["producer_id"]) != producer_id:
-                continue
-            seen[int(record["seq"])] = str(record["event_id"])
-            lags.append(max(0.0, time.time() - msg.timestamp()[1] / 1000))
-    finally:
-        consumer.close()
-    return seen, lags
-
-
-def _mirror_once(regions: Regions, source: str, target: str, write_key: str) -> None:
-    src, dst = regions.stack(source).cfg, regions.stack(target).cfg
-    remote = f"{source}.headwater.events"
-    start = end_offsets(dst.bootstrap, remote)
-    producer_id = _send(src.gateway_url, write_key)
-    seen, lags = _mirrored(dst.bootstrap, remote, start, producer_id, dst.registry_url)
-    assert len(seen) == EVENTS, f"{source}->{target}: {len(seen)} of {EVENTS} acknowledged events mirrored in 60 s"
-    assert len(set(seen.values())) == EVENTS
-    lags.sort()
-    print(f"\nmirror {source}->{target}: {len(seen)} events, lag p50 {statistics.median(lags):.2f} s, "
-          f"p95 {lags[int(len(lags) * 0.95) - 1]:.2f} s, max {lags[-1]:.2f} s (commit in {source} -> readable "
-          f"in {target} as {remote})")
-    assert lags[-1] < 30, f"mirror lag {lags[-1]:.1f} s"
 
 
 def test_events_from_a_are_read_and_decoded_in_b(regions: tuple[Regions, dict[str, str]]) -> None:
     """Region a's events in b, decoded by b's registry: it serves a's ids from the mirrored `a._schemas`."""
     profile, env = regions
-    _mirror_once(profile, "a", "b", env["HEADWATER_WRITE_KEY"])
+    mirror_once(profile, "a", "b", env["HEADWATER_WRITE_KEY"])
 
 
 def test_events_from_b_are_read_and_decoded_in_a(regions: tuple[Regions, dict[str, str]]) -> None:
     """The reverse flow: b's gateways write with ids of the primary's registry, which a's registry serves."""
     profile, env = regions
-    _mirror_once(profile, "b", "a", env["HEADWATER_WRITE_KEY"])
+    mirror_once(profile, "b", "a", env["HEADWATER_WRITE_KEY"])
 
 
 def test_an_aborted_transaction_is_not_mirrored(regions: tuple[Regions, dict[str, str]]) -> None:
