@@ -16,7 +16,7 @@ from common.env import env_int
 from common.envfile import state_dir, write_env
 from common.registry_client import RegistryClient, RegistryClientError
 from stack.config import ConfigError, StackConfig, Topology
-from stack.kafka import Brokers, admin_settings
+from stack.kafka import admin_settings
 from stack.launcher import Stack, UpReport
 from stack.mirror import SCHEMAS_TOPIC, MirrorMaker, MirrorSettings, remote_topic
 from stack.process import StartWatch
@@ -297,6 +297,7 @@ class Regions:
         return stopped
 
     def status(self) -> dict[str, bool]:
+        """`mirror`, then `<region>/<process>` for every process of each region: running or not."""
         status = {"mirror": self.mirror.running()}
         for name in NAMES:
             region = self.stack(name)
@@ -305,6 +306,3 @@ class Regions:
             if self.cfg.pipeline or running:
                 status[f"{name}/pipeline"] = running
         return status
-
-    def brokers(self, name: str) -> Brokers:
-        return self.stack(name).kafka

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -57,13 +58,18 @@ def test_an_aborted_transaction_is_not_mirrored(regions: tuple[Regions, dict[str
 
 
 def test_the_follower_region_has_no_schemas_topic_of_its_own(regions: tuple[Regions, dict[str, str]]) -> None:
-    """b's registry was started on `a._schemas` (never with write intent on its own `_schemas`, which b lacks),
-    knows the primary's primary URL, and the catalog was registered in a only."""
+    """b's registry process was started on `a._schemas` (never with write intent on a `_schemas` of b's own, which b
+    lacks) and given the primary's URL; a's was not; b serves exactly a's schema ids."""
     profile, env = regions
     b = profile.stack("b")
-    b_env = b.endpoints()
-    assert b_env["SCHEMAS_TOPIC"] == "a._schemas"
-    assert b_env["REGISTRY_PRIMARY_URL"] == profile.stack("a").cfg.registry_url
+    pid = b.registry_process(1).pid()
+    assert pid is not None
+    started_with = dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_text().split("\0")
+                        if "=" in item)
+    assert started_with["SCHEMAS_TOPIC"] == "a._schemas"
+    assert started_with["REGISTRY_PRIMARY_URL"] == profile.stack("a").cfg.registry_url
+    a_pid = profile.stack("a").registry_process(1).pid()
+    assert "REGISTRY_PRIMARY_URL=" not in Path(f"/proc/{a_pid}/environ").read_text()
     assert env["SCHEMAS_TOPIC_B"] == "a._schemas" and env["SCHEMAS_TOPIC_A"] == "_schemas"
     topics = set(AdminClient({"bootstrap.servers": b.cfg.bootstrap}).list_topics(timeout=10).topics)
     assert "_schemas" not in topics and "a._schemas" in topics
