@@ -24,13 +24,14 @@ native:
 		'build_ext', '--inplace'], ext_modules=[Extension('gateway._avro_fast', ['gateway/_avro_fast.c'])])"
 
 # TOPOLOGY=cluster (or HEADWATER_TOPOLOGY=cluster): 3 brokers, 2 registries, GATEWAYS gateways behind HAProxy
-# (docs/cluster.md). Default: the single-node stack; each count can be set on its own (docs/local-stack.md, "Topology").
+# (docs/cluster.md). TOPOLOGY=regions: two regions on loopback, each a stack of its own, MirrorMaker 2 between them
+# (docs/regions.md). Default: the single-node stack; each count can be set on its own (docs/local-stack.md, "Topology").
 TOPOLOGY ?= $(HEADWATER_TOPOLOGY)
 export HEADWATER_TOPOLOGY := $(TOPOLOGY)
 ifdef GATEWAYS
 export GATEWAYS
 endif
-SETUP_TOPOLOGY := setup $(if $(filter cluster,$(TOPOLOGY))$(GATEWAYS)$(HEADWATER_REGISTRIES),setup-haproxy)
+SETUP_TOPOLOGY := setup $(if $(filter cluster regions,$(TOPOLOGY))$(GATEWAYS)$(HEADWATER_REGISTRIES),setup-haproxy)
 
 # HAProxy (Debian package), for several gateways or registries only.
 setup-haproxy:

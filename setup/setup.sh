@@ -46,7 +46,7 @@ else
   say "Python packages up to date"
 fi
 
-# 3. JVM jars from Maven Central, one folder per pom (Kafka broker, Spark connectors).
+# 3. JVM jars from Maven Central, one folder per pom (Kafka broker, MirrorMaker 2, Spark connectors).
 mkdir -p "$JARS"
 for pom in stack/maven/*/pom.xml; do
   name=$(basename "$(dirname "$pom")")

@@ -1,13 +1,16 @@
-"""Command line of the local stack: `python -m stack up|down|status|env|reset|clean|restart-gateways|tail`."""
+"""Command line of the local stack: `python -m stack up|down|status|env|reset|clean|restart-gateways|tail`, for every
+profile (single, cluster, custom counts, and the two-region `regions` profile of stack/regions.py)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
+from collections.abc import Mapping
 
 from common.basic_auth import AuthConfigError
-from common.envfile import stack_settings
+from common.envfile import stack_settings, state_dir
 from common.kafka_read import KafkaReadError
 from common.kafka_security import KafkaSecurity, KafkaSecurityError
 from common.registry_access import RegistryAccess
@@ -15,6 +18,8 @@ from common.registry_client import RegistryClient
 from stack.config import SINGLE, ConfigError, StackConfig
 from stack.kafka import BrokerError
 from stack.launcher import Stack, running_topology
+from stack.mirror import MirrorError
+from stack.regions import Regions, RegionsConfig, recorded
 from stack.services import ServiceError
 from stack.tail import tail
 
@@ -94,6 +99,51 @@ def _run(command: str, asked: StackConfig) -> int:
     return 0
 
 
+def wants_regions(env: Mapping[str, str]) -> bool:
+    return (env.get("HEADWATER_TOPOLOGY") or "").strip().lower() == "regions"
+
+
+def _run_regions(command: str, cfg: RegionsConfig) -> int:
+    """`up`, `down`, `status`, `env`, `reset`, `clean` of the two-region profile (docs/regions.md)."""
+    regions = Regions(cfg)
+    if command == "up":
+        single = StackConfig.from_env(topology=SINGLE) if not recorded(cfg.root) else None
+        if single is not None and (running_topology(single) is not None or Stack(single).kafka.running()):
+            print(f"stack: another topology is up in {cfg.root} (`make down` first)", file=sys.stderr)
+            return 1
+        report = regions.up()
+        started = ", ".join(report.started) or "nothing new"
+        print(f"stack up in {report.seconds:.1f}s (regions topology: regions a and b, each 1 Kafka node, 1 registry, "
+              f"2 gateways behind HAProxy; MirrorMaker 2 between them; started: {started})")
+        regional = ", ".join(str(c.env_file) for c in cfg.regions)
+        print(f"# {cfg.env_file} (mode 0600; each region's own: {regional})")
+        for key, value in report.env.items():
+            print(f"{key}={'<hidden>' if is_secret(key) else value}")
+    elif command == "down":
+        print(f"stopped: {', '.join(regions.down()) or 'nothing was running'}")
+    elif command == "status":
+        for name, running in regions.status().items():
+            print(f"{name}: {'running' if running else 'stopped'}")
+    elif command == "env":
+        if not cfg.env_file.exists():
+            print(f"stack: {cfg.env_file} does not exist: run `make up TOPOLOGY=regions`", file=sys.stderr)
+            return 1
+        print(cfg.env_file.read_text(), end="")
+    elif command in ("reset", "clean"):
+        print(f"stopped: {', '.join(regions.down()) or 'nothing was running'}")
+        folders = [c.data_dir for c in cfg.regions]
+        if command == "clean":
+            folders = [cfg.root / "regions"]
+        for folder in folders:
+            if folder.exists():
+                shutil.rmtree(folder)
+                print(f"deleted {folder}")
+    else:
+        print(f"stack: `{command}` is not available in the regions topology (docs/regions.md)", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m stack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -111,20 +161,26 @@ def main(argv: list[str] | None = None) -> int:
     tail_cmd.add_argument("-f", "--follow", action="store_true", help="then show new records until Ctrl-C")
     args = parser.parse_args(argv)
     try:
+        if args.command != "tail" and (wants_regions(os.environ) or recorded(state_dir())):
+            if args.command == "up" and not wants_regions(os.environ):
+                print(f"stack: the regions topology is up in {state_dir()} (`make down` first)", file=sys.stderr)
+                return 1
+            return _run_regions(args.command, RegionsConfig.from_env())
         if args.command == "tail":
-            return _tail(StackConfig.from_env(), args)
+            # the regions profile's stack.env holds region a's endpoints under the usual names
+            return _tail(StackConfig.from_env(topology=SINGLE if wants_regions(os.environ) else None), args)
         return _run(args.command, StackConfig.from_env())
     except ConfigError as exc:
         print(f"stack: {exc}", file=sys.stderr)
         return 2
-    except (BrokerError, ServiceError) as exc:
+    except (BrokerError, ServiceError, MirrorError) as exc:
         print(f"stack: {exc}", file=sys.stderr)
         return 1
 
 
 def is_secret(key: str) -> bool:
     """stack.env lines that hold a secret itself (the others name files, URLs and ports)."""
-    return key.endswith(("WRITE_KEY", "PASSWORD", "USER_INFO")) and not key.endswith("_FILE")
+    return key.endswith(("WRITE_KEY", "READ_KEY", "PASSWORD", "USER_INFO")) and not key.endswith("_FILE")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from stack.topics import (
     DEADLETTER_TOPIC,
     EVENTS_TOPIC,
     SCHEMAS_TOPIC,
+    TopicSpec,
     ensure_topics,
     topic_specs,
 )
@@ -98,6 +99,10 @@ class Stack:
                 "DEADLETTER_TOPIC": DEADLETTER_TOPIC, "SCHEMAS_TOPIC": SCHEMAS_TOPIC,
                 "AGGREGATES_TOPIC": AGGREGATES_TOPIC, "REGISTRY_URL": self.cfg.registry_url}
 
+    def topics(self) -> list[TopicSpec]:
+        """The topics `up` creates (a follower region of the `regions` profile leaves out `_schemas`)."""
+        return topic_specs(self.cfg)
+
     # --- up / down / status ----------------------------------------------------------------------------------
     def up(self) -> UpReport:
         t0 = time.monotonic()
@@ -107,7 +112,7 @@ class Stack:
         started = self.kafka.start()
         if topo.secure:  # every component's SCRAM user and ACLs, as the administrator (idempotent)
             provision(self.cfg.bootstrap, self.secrets, self.cfg.tls_dir / "ca.pem")
-        created = ensure_topics(self.cfg.bootstrap, topic_specs(self.cfg), timeout_s=60,
+        created = ensure_topics(self.cfg.bootstrap, self.topics(), timeout_s=60,
                                 replication_factor=self.cfg.replication_factor, client=admin_settings(self.cfg))
         self.kafka.warm_up_transactions()
         env = self.endpoints()

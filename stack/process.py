@@ -138,8 +138,17 @@ class ManagedProcess:
                 time.sleep(0.05)
         # Children that ignored the group signal (none expected) are killed too.
         _signal_group(pid, signal.SIGKILL)
+        self._reap()
         self.pid_file.unlink(missing_ok=True)
         return True
+
+    def _reap(self) -> None:
+        """Wait for our own child to be reaped: a JVM's main thread shows as a zombie while its other threads still
+        exit, and until they have, `pid()` (Popen.poll) would still name it (seen right after kill -9 of a broker)."""
+        if self._popen is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._popen.wait(30)
+            self._popen = None
 
     def _recorded_pid(self) -> int | None:
         try:
@@ -171,6 +180,7 @@ class ManagedProcess:
             _signal_group(pid, signal.SIGKILL)
             while _alive(pid):
                 time.sleep(0.05)
+            self._reap()
             self.pid_file.unlink(missing_ok=True)
 
 
