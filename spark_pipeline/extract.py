@@ -1,4 +1,11 @@
-"""Reads the events topic from Kafka: a stream (read_committed, from the checkpoint) or a bounded batch."""
+"""Reads the events topic (and its mirrored copies) from Kafka: a stream (read_committed, from the checkpoint) or a
+bounded batch.
+
+With MIRRORED_EVENTS_TOPICS set, the other regions' events topics as MirrorMaker 2 copies them into this Kafka
+are subscribed beside the events topic: one source, so one stream whose rows say which topic each came from
+(`topic`), decoded, deduplicated by event_id and aggregated together. A mirrored topic that does not exist yet is
+read from its first offset once it appears (Spark's Kafka source finds new partitions of a subscription).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ NO_JMX = {"kafka.auto.include.jmx.reporter": "false"}
 def _kafka_options(cfg: PipelineConfig) -> dict[str, str]:
     return {
         **cfg.spark_kafka(),
-        "subscribe": cfg.events_topic,
+        "subscribe": ",".join(cfg.source_topics),
         # Aborted gateway transactions (a batch that failed half-way) must never be counted.
         "kafka.isolation.level": "read_committed",
         "includeHeaders": "true",
