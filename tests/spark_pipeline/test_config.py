@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,13 @@ def test_mirrored_events_topics_are_read_after_the_events_topic() -> None:
     cfg = PipelineConfig.from_env({"MIRRORED_EVENTS_TOPICS": " a.headwater.events , c.headwater.events_x-1"})
     assert cfg.mirrored_topics == ("a.headwater.events", "c.headwater.events_x-1")
     assert cfg.source_topics == ("headwater.events", "a.headwater.events", "c.headwater.events_x-1")
-    assert extract._kafka_options(cfg)["subscribe"] == "headwater.events,a.headwater.events,c.headwater.events_x-1"
+    assert extract.subscription(PipelineConfig.from_env({})) == {"subscribe": "headwater.events"}
+    pattern = extract.subscription(cfg)["subscribePattern"]
+    assert pattern == r"^(?:headwater\.events|a\.headwater\.events|c\.headwater\.events\_x\-1)$"
+    assert "subscribe" not in extract._kafka_options(cfg)
+    matches = [t for t in ["headwater.events", "a.headwater.events", "c.headwater.events_x-1", "aXheadwater.events",
+                           "a.headwater.events.x", "x.headwater.events"] if re.fullmatch(pattern, t)]
+    assert matches == list(cfg.source_topics)  # Python's re reads this pattern as Java's does
     own = PipelineConfig.from_env({"EVENTS_TOPIC": "b.events", "MIRRORED_EVENTS_TOPICS": "headwater.events"})
     assert own.source_topics == ("b.events", "headwater.events")
 
