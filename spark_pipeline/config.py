@@ -16,6 +16,9 @@ from common.registry_access import RegistryAccess
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
 _DURATION = re.compile(r"(\d+) (second|minute|hour)s?")
 _UNIT_MS = {"second": 1000, "minute": 60_000, "hour": 3_600_000}
+# Kafka's own rule for a topic name (org.apache.kafka.common.internals.Topic): these characters, 1 to 249 of them,
+# neither "." nor "..".
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
 class ConfigError(ValueError):
@@ -36,6 +39,9 @@ class PipelineConfig:
     bootstrap: str = "127.0.0.1:9092"
     registry_url: str = "http://127.0.0.1:8081"
     events_topic: str = "headwater.events"
+    # Other regions' events topics as mirrored into this region's Kafka (MirrorMaker 2: `<region>.headwater.events`),
+    # read with the events topic as one stream (docs/spark-pipeline.md, "Several regions").
+    mirrored_topics: tuple[str, ...] = ()
     aggregates_topic: str = "headwater.aggregates"
     subject_prefix: str = "headwater.events."
     aggregate_subject: str = "headwater.aggregates.window_aggregate"
@@ -64,6 +70,11 @@ class PipelineConfig:
     # component RULES, the rule administrator's (`rules` commands), each from HEADWATER_<COMPONENT>_... first.
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
     registry_access: RegistryAccess = field(default_factory=RegistryAccess)
+
+    @property
+    def source_topics(self) -> tuple[str, ...]:
+        """Every topic the pipeline reads events from: the events topic, then the mirrored ones."""
+        return (self.events_topic, *self.mirrored_topics)
 
     def spark_kafka(self) -> dict[str, str]:
         """The Kafka connector's options that say where Kafka is and how to authenticate to it."""
@@ -96,10 +107,12 @@ class PipelineConfig:
             return value or default
 
         lateness = _duration(env, "HEADWATER_LATENESS", d.lateness)
+        events_topic = get("EVENTS_TOPIC", d.events_topic)
         cfg = cls(
             bootstrap=get("KAFKA_BOOTSTRAP", d.bootstrap),
             registry_url=get("REGISTRY_URL", d.registry_url).rstrip("/"),
-            events_topic=get("EVENTS_TOPIC", d.events_topic),
+            events_topic=events_topic,
+            mirrored_topics=mirrored_topics(env.get("MIRRORED_EVENTS_TOPICS", ""), events_topic),
             aggregates_topic=get("AGGREGATES_TOPIC", d.aggregates_topic),
             subject_prefix=get("HEADWATER_SUBJECT_PREFIX", d.subject_prefix),
             aggregate_subject=get("HEADWATER_AGGREGATE_SUBJECT", d.aggregate_subject),
@@ -124,6 +137,27 @@ class PipelineConfig:
             registry_access=access,
         )
         return cfg
+
+
+def mirrored_topics(value: str, events_topic: str) -> tuple[str, ...]:
+    """MIRRORED_EVENTS_TOPICS: comma-separated Kafka topic names (blanks around them ignored), each a valid topic
+    name, none twice and none the events topic itself (which would count every event of it twice over)."""
+    name = "MIRRORED_EVENTS_TOPICS"
+    if not value.strip():
+        return ()
+    topics = [t.strip() for t in value.split(",")]
+    seen: set[str] = set()
+    for topic in topics:
+        if not topic:
+            raise ConfigError(f"{name}={value!r}: an empty topic name (a stray comma?)")
+        if not _TOPIC.fullmatch(topic) or topic in (".", ".."):
+            raise ConfigError(f"{name}: {topic!r} is not a Kafka topic name (1 to 249 of A-Z a-z 0-9 . _ -)")
+        if topic == events_topic:
+            raise ConfigError(f"{name}: {topic!r} is the events topic (EVENTS_TOPIC) itself")
+        if topic in seen:
+            raise ConfigError(f"{name}: {topic!r} is listed twice")
+        seen.add(topic)
+    return tuple(topics)
 
 
 def storage_root(value: str) -> str:

@@ -1,4 +1,10 @@
-"""Reads the events topic from Kafka: a stream (read_committed, from the checkpoint) or a bounded batch."""
+"""Reads the events topic (and its mirrored copies) from Kafka: a stream (read_committed, from the checkpoint) or a
+bounded batch.
+
+With MIRRORED_EVENTS_TOPICS set, the other regions' events topics as MirrorMaker 2 copies them into this Kafka
+are read beside the events topic: one source, so one stream whose rows say which topic each came from (`topic`),
+decoded, deduplicated by event_id and aggregated together.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +18,25 @@ from spark_pipeline.config import PipelineConfig
 NO_JMX = {"kafka.auto.include.jmx.reporter": "false"}
 
 
+def subscription(cfg: PipelineConfig) -> dict[str, str]:
+    """The Kafka source's topic option: the events topic, or with mirrored topics a pattern naming exactly them.
+
+    A subscription by name (`subscribe`) asks the broker to describe every topic in it at each batch and fails the
+    query while one does not exist; a mirrored topic exists only once MirrorMaker 2 has created it, which may be
+    after the pipeline starts. A pattern lists the topics that exist: a missing one is read from its first offset
+    once it appears (Spark's Kafka source reads a partition new to the stream from its earliest offset).
+    """
+    if not cfg.mirrored_topics:
+        return {"subscribe": cfg.events_topic}
+    # Java regex: a backslash before any character that is not an ASCII letter or digit is a literal.
+    names = ["".join(c if c.isascii() and c.isalnum() else "\\" + c for c in t) for t in cfg.source_topics]
+    return {"subscribePattern": f"^(?:{'|'.join(names)})$"}
+
+
 def _kafka_options(cfg: PipelineConfig) -> dict[str, str]:
     return {
         **cfg.spark_kafka(),
-        "subscribe": cfg.events_topic,
+        **subscription(cfg),
         # Aborted gateway transactions (a batch that failed half-way) must never be counted.
         "kafka.isolation.level": "read_committed",
         "includeHeaders": "true",

@@ -1,11 +1,12 @@
 """The shared enriched stream: events decoded, deduplicated and enriched once, in the JVM, for every rule to read.
 
-The built-in query `enriched` reads the events topic, decodes each record by its writer schema (`decode.py`,
-Spark's `from_avro`), deduplicates by (event_id, event_time) within the watermark, joins the node inventory and
-adds the ingest latency, all without Python, so it runs in Spark's real-time mode. It writes one Avro record per
-event to the internal topic ENRICHED_TOPIC (Confluent framing, schema ENRICHED_SCHEMA registered under
-`<topic>-value`, keyed by event_id). The rules (`spark_pipeline/rules/`) read that topic instead of the events
-topic: a rule costs its own SQL, not another decode, deduplication and enrichment of every event.
+The built-in query `enriched` reads the events topic (and the mirrored ones, `extract.py`), decodes each record by
+its writer schema (`decode.py`, Spark's `from_avro`), deduplicates by (event_id, event_time) within the watermark,
+joins the node inventory and adds the ingest latency and the source topic, all without Python, so it runs in
+Spark's real-time mode. It writes one Avro record per event to the internal topic ENRICHED_TOPIC (Confluent
+framing, schema ENRICHED_SCHEMA registered under `<topic>-value`, keyed by event_id). The rules
+(`spark_pipeline/rules/`) read that topic instead of the events topic: a rule costs its own SQL, not another
+decode, deduplication and enrichment of every event.
 
 The two enrichments that run in Python (browser/OS/device from the user agent, country from the client IP) are not
 in the record: the rule views add them, as pandas UDFs, for the rules that read them (those run in micro-batches).
@@ -38,8 +39,13 @@ FIELDS: list[tuple[str, Any]] = [
     ("properties_json", "string"), ("user_id", "string"), ("user_agent", "string"), ("metric_value", "double"),
     ("client_ip", "string"), ("region", "string"), ("datacenter", "string"), ("service", "string"),
     ("ingest_latency_ms", "long"), ("batch_id", "string"), ("source", "string"), ("schema_id", "int"),
+    # Added with MIRRORED_EVENTS_TOPICS: the Kafka topic the event was read from (the events topic or a mirrored
+    # one). Last, with a default, so the schema stays backward compatible (`decode_enriched` reads both versions).
+    ("source_topic", "string"),
 ]
 COLUMNS = [name for name, _ in FIELDS]
+# Column of the event rows (`decode.events`) each enriched column comes from, where the names differ.
+_FROM = {"source_topic": "topic"}
 # Every field nullable (Spark's to_avro refuses a nullable column for a non-null type).
 ENRICHED_SCHEMA = {
     "type": "record", "name": "enriched_event", "namespace": "headwater.internal",
@@ -47,6 +53,9 @@ ENRICHED_SCHEMA = {
     "fields": [{"name": n, "type": ["null", t], "default": None} for n, t in FIELDS],
 }
 ENRICHED_SCHEMA_JSON = json.dumps(ENRICHED_SCHEMA)
+# The first version, without `source_topic`: records it wrote may still be in the topic when a pipeline with the
+# second starts (a day of retention), and Avro needs a record's own writer schema to read it.
+ENRICHED_SCHEMA_V1_JSON = json.dumps({**ENRICHED_SCHEMA, "fields": ENRICHED_SCHEMA["fields"][:-1]})
 # The rules read the topic as it is written; a day covers a rule in the microbatch tier catching up after a stop.
 RETENTION_MS = 24 * 3600 * 1000
 
@@ -78,14 +87,15 @@ def subject(cfg: PipelineConfig) -> str:
 def enriched_rows(events: DataFrame, inventory: DataFrame) -> DataFrame:
     """Decoded (and deduplicated) event rows (`decode.events`) with the JVM enrichment, as COLUMNS.
 
-    `user_agent` is the event's, else the sender's HTTP header; unknown nodes get region `unknown`.
+    `user_agent` is the event's, else the sender's HTTP header; unknown nodes get region `unknown`; `source_topic` is
+    the Kafka topic the row was read from.
     """
     joined = enrich.with_inventory(events, inventory)
     computed = {
         "user_agent": F.coalesce(F.col("user_agent"), F.col("header_user_agent")),
         "ingest_latency_ms": F.unix_millis("received_at") - F.unix_millis("created_at"),
     }
-    return joined.select(*[computed.get(c, F.col(c)).alias(c) for c in COLUMNS])
+    return joined.select(*[computed.get(c, F.col(_FROM.get(c, c))).alias(c) for c in COLUMNS])
 
 
 def enriched_stream(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnapshot, inventory: DataFrame, *,
@@ -134,9 +144,20 @@ def without_repeats(rows: DataFrame) -> DataFrame:
 
 
 def decode_enriched(raw: DataFrame) -> DataFrame:
-    """Kafka rows of the internal topic as COLUMNS (a record that is not ENRICHED_SCHEMA gives a row of nulls)."""
+    """Kafka rows of the internal topic as COLUMNS (a record of neither version gives a row of nulls).
+
+    A record of the first version (no `source_topic`) ends where the current one's last field would start, so
+    decoding it with the current schema fails, and it is read again with its own, resolved to the current
+    (`source_topic` null). PERMISSIVE from_avro gives a failed record as a struct of nulls, not a null struct: a
+    decoded record is told by its event time, which every record the pipeline writes has. Two projections, so the
+    current decode runs once per record (in one, Spark evaluated it in the condition and again in the branch).
+    """
     body = F.expr("substring(value, 6)")
-    return raw.select(from_avro(body, ENRICHED_SCHEMA_JSON, {"mode": "PERMISSIVE"}).alias("e")).select("e.*")
+    permissive = {"mode": "PERMISSIVE"}
+    current = raw.select(body.alias("_body"), from_avro(body, ENRICHED_SCHEMA_JSON, permissive).alias("_e"))
+    first = from_avro(F.col("_body"), ENRICHED_SCHEMA_V1_JSON, {**permissive, "avroSchema": ENRICHED_SCHEMA_JSON})
+    decoded = F.when(F.col("_e.event_time").isNotNull(), F.col("_e")).otherwise(first)
+    return current.select(decoded.alias("e")).select("e.*")
 
 
 def read_enriched(spark: SparkSession, cfg: PipelineConfig, starting_offsets: str, *, realtime: bool) -> DataFrame:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import fastavro
 import pytest
 
-from spark_pipeline import packaged
+from spark_pipeline import extract, packaged
 from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
 from spark_pipeline.enrich import InventoryError, inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
@@ -55,6 +56,42 @@ def test_local_output_roots_are_made_absolute(tmp_path: Path, monkeypatch: pytes
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         PipelineConfig.from_env({name: value})
+
+
+def test_mirrored_events_topics_are_read_after_the_events_topic() -> None:
+    assert PipelineConfig.from_env({}).mirrored_topics == ()
+    assert PipelineConfig.from_env({}).source_topics == ("headwater.events",)
+    assert PipelineConfig.from_env({"MIRRORED_EVENTS_TOPICS": "  "}).source_topics == ("headwater.events",)
+    cfg = PipelineConfig.from_env({"MIRRORED_EVENTS_TOPICS": " a.headwater.events , c.headwater.events_x-1"})
+    assert cfg.mirrored_topics == ("a.headwater.events", "c.headwater.events_x-1")
+    assert cfg.source_topics == ("headwater.events", "a.headwater.events", "c.headwater.events_x-1")
+    assert extract.subscription(PipelineConfig.from_env({})) == {"subscribe": "headwater.events"}
+    pattern = extract.subscription(cfg)["subscribePattern"]
+    assert pattern == r"^(?:headwater\.events|a\.headwater\.events|c\.headwater\.events\_x\-1)$"
+    assert "subscribe" not in extract._kafka_options(cfg)
+    matches = [t for t in ["headwater.events", "a.headwater.events", "c.headwater.events_x-1", "aXheadwater.events",
+                           "a.headwater.events.x", "x.headwater.events"] if re.fullmatch(pattern, t)]
+    assert matches == list(cfg.source_topics)  # Python's re reads this pattern as Java's does
+    own = PipelineConfig.from_env({"EVENTS_TOPIC": "b.events", "MIRRORED_EVENTS_TOPICS": "headwater.events"})
+    assert own.source_topics == ("b.events", "headwater.events")
+
+
+@pytest.mark.parametrize(("env", "why"), [
+    ({"MIRRORED_EVENTS_TOPICS": "a.headwater.events,,b.headwater.events"}, "empty topic name"),
+    ({"MIRRORED_EVENTS_TOPICS": "a.headwater.events,"}, "empty topic name"),
+    ({"MIRRORED_EVENTS_TOPICS": "a headwater"}, "not a Kafka topic name"),
+    ({"MIRRORED_EVENTS_TOPICS": "a/headwater"}, "not a Kafka topic name"),
+    ({"MIRRORED_EVENTS_TOPICS": "a.événements"}, "not a Kafka topic name"),
+    ({"MIRRORED_EVENTS_TOPICS": ".."}, "not a Kafka topic name"),
+    ({"MIRRORED_EVENTS_TOPICS": "x" * 250}, "not a Kafka topic name"),
+    ({"MIRRORED_EVENTS_TOPICS": "a.headwater.events,b.x,a.headwater.events"}, "listed twice"),
+    ({"MIRRORED_EVENTS_TOPICS": "headwater.events"}, "is the events topic"),
+    ({"EVENTS_TOPIC": "mine", "MIRRORED_EVENTS_TOPICS": "a.mine,mine"}, "is the events topic"),
+])
+def test_bad_mirrored_topics_are_refused_naming_the_variable(env: dict[str, str], why: str) -> None:
+    with pytest.raises(ConfigError, match=f"^MIRRORED_EVENTS_TOPICS.*{why}"):
+        PipelineConfig.from_env(env)
+    assert PipelineConfig.from_env({"MIRRORED_EVENTS_TOPICS": "x" * 249}).mirrored_topics == ("x" * 249,)
 
 
 def test_aggregate_schema_is_valid_avro_with_every_field_optional() -> None:
