@@ -85,6 +85,7 @@ def _mirror_cost(profile: Regions, b: RegionView, idle_cores: float, window_s: f
            f"(heap -Xmx{profile.cfg.mirror_heap_mb}m), load {load_average()}")
 
 
+@pytest.mark.timeout(900)  # the full version's; `make test`'s takes about 90 s
 def test_region_a_lost_failover_restart_failback(regions: tuple[Regions, dict[str, str]], tmp_path: Path) -> None:
     profile, env = regions
     window_s = 30.0 if FULL else 5.0
