@@ -35,6 +35,30 @@ class Sample:
     failbacks: int
 
 
+def recovery_s(samples: list[Sample], since: float) -> float | None:
+    """Seconds from `since` (a region's loss) to the first sample at which events were acknowledged through the next
+    endpoint: a failover counted after `since`, and the acknowledged count above its highest value before that
+    failover (what the old endpoint acknowledged before it died); None if not yet."""
+    before = [s for s in samples if s.t < since]
+    base_failovers = before[-1].failovers if before else 0
+    acked_on_old = before[-1].acknowledged if before else 0
+    for s in samples:
+        if s.t < since:
+            continue
+        if s.failovers == base_failovers:
+            acked_on_old = max(acked_on_old, s.acknowledged)
+        elif s.acknowledged > acked_on_old:
+            return s.t - since
+    return None
+
+
+def failback_s(samples: list[Sample], since: float) -> float | None:
+    """Seconds from `since` to the first sample counting one more failback than before `since`; None if not yet."""
+    before = [s for s in samples if s.t < since]
+    base = before[-1].failbacks if before else 0
+    return next((s.t - since for s in samples if s.t >= since and s.failbacks > base), None)
+
+
 def ready_sdk(name: str) -> Sdk:
     """The registered SDK `name`, its driver built and answering `hello` (a failed build fails the caller)."""
     sdk = next((s for s in load_sdks() if s.name == name), None)
@@ -63,17 +87,21 @@ class SdkProducer:
         self.errors: list[str] = []
         self.final: dict[str, Any] = {}
         self.delivered_all: bool | None = None
-        self._write_key = write_key
         self._stop = threading.Event()
         workdir.mkdir(parents=True, exist_ok=True)
         self.driver = DriverProcess(sdk.driver, REPO, workdir / "stderr")
-        hello = self.driver.call({"cmd": "hello"})
-        assert hello.get("ok"), f"{self.label}: hello: {hello}"
-        init = self.driver.call({"cmd": "init", "endpoint": endpoints[0], "write_key": write_key, "spool_dir": None,
-                                 "options": {"endpoints": endpoints, "node_id": f"regions-{self.label}",
-                                             "linger_s": 0.1, "max_queue_events": 2_000_000,
-                                             "retry_deadline_s": 900.0}})
-        assert init.get("ok"), f"{self.label}: init: {init}"
+        try:
+            hello = self.driver.call({"cmd": "hello"})
+            assert hello.get("ok"), f"{self.label}: hello: {hello}"
+            init = self.driver.call({"cmd": "init", "endpoint": endpoints[0], "write_key": write_key,
+                                     "spool_dir": None,
+                                     "options": {"endpoints": endpoints, "node_id": f"regions-{self.label}",
+                                                 "linger_s": 0.1, "max_queue_events": 2_000_000,
+                                                 "retry_deadline_s": 900.0}})
+            assert init.get("ok") and init.get("producer_id"), f"{self.label}: init: {init}"
+        except BaseException:
+            self.driver.kill()
+            raise
         self.producer_id = str(init["producer_id"])
         self._thread = threading.Thread(target=self._produce, name=f"producer-{self.label}", daemon=True)
 
@@ -131,28 +159,12 @@ class SdkProducer:
             return len(self.event_ids)
 
     def recovery_s(self, since: float) -> float | None:
-        """Seconds from `since` (a region's loss) to the first sample at which events were acknowledged through the
-        next endpoint: a failover counted after `since`, and the acknowledged count above its highest value before
-        that failover (what the old endpoint acknowledged before it died); None if not yet."""
         with self.lock:
-            samples = [s for s in self.samples if s.t >= since]
-            before = [s for s in self.samples if s.t < since]
-        base_failovers = before[-1].failovers if before else 0
-        acked_on_old = before[-1].acknowledged if before else 0
-        for s in samples:
-            if s.failovers == base_failovers:
-                acked_on_old = max(acked_on_old, s.acknowledged)
-            elif s.acknowledged > acked_on_old:
-                return s.t - since
-        return None
+            return recovery_s(list(self.samples), since)
 
     def failed_back_after(self, since: float) -> float | None:
-        """Seconds from `since` to the first sample counting one more failback than before `since`."""
         with self.lock:
-            before = [s for s in self.samples if s.t < since]
-            base = before[-1].failbacks if before else 0
-            after = [s for s in self.samples if s.t >= since and s.failbacks > base]
-        return after[0].t - since if after else None
+            return failback_s(list(self.samples), since)
 
     def stop(self, close_timeout_s: float = 300.0) -> None:
         """Stop tracking, close the client (flushing everything accepted), read its final counters."""
@@ -167,6 +179,12 @@ class SdkProducer:
         assert closed.get("ok") and stats.get("ok"), f"{self.label}: close {closed}, stats {stats}"
         self.delivered_all = bool(closed["delivered_all"])
         self.final = stats
+
+    def abort(self) -> None:
+        """Stop tracking and kill the driver (a test that failed half-way leaves no client sending)."""
+        self._stop.set()
+        self.driver.kill()
+        self._thread.join(10)
 
     def check_delivered(self) -> None:
         """The SDK's own account: every tracked event acknowledged, nothing refused or dropped."""

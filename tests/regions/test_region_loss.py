@@ -9,7 +9,7 @@ Runs after tests/regions/test_mirror.py and before test_region_restart.py (files
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -35,12 +35,23 @@ def _until(what: str, ready: Callable[[], bool], timeout_s: float) -> float:
     return time.monotonic() - t0
 
 
-def _start(profile: Regions, env: dict[str, str], tmp: Path, orders: Mapping[str, tuple[str, ...]]
-           ) -> tuple[list[SdkProducer], dict[str, RegionView]]:
+@pytest.fixture
+def launched() -> Iterator[list[SdkProducer]]:
+    """The producers a test starts; any still running at its end (the test failed half-way) is killed."""
+    producers: list[SdkProducer] = []
+    yield producers
+    for p in producers:
+        if p.delivered_all is None:
+            p.abort()
+
+
+def _start(profile: Regions, env: dict[str, str], tmp: Path, orders: Mapping[str, tuple[str, ...]],
+           launched: list[SdkProducer]) -> tuple[list[SdkProducer], dict[str, RegionView]]:
     """One producer per SDK (`orders`: SDK -> its regions in failover order), and both regions' views of them."""
-    producers = [SdkProducer(ready_sdk(sdk), [env[f"GATEWAY_URL_{r.upper()}"] for r in order],
-                             env["HEADWATER_WRITE_KEY"], RATE * SCALE, tmp / sdk, label=sdk)
-                 for sdk, order in orders.items()]
+    producers = launched
+    for sdk, order in orders.items():
+        producers.append(SdkProducer(ready_sdk(sdk), [env[f"GATEWAY_URL_{r.upper()}"] for r in order],
+                                     env["HEADWATER_WRITE_KEY"], RATE * SCALE, tmp / sdk, label=sdk))
     ids = {p.producer_id for p in producers}
     views = {n: RegionView.at_end(profile, n, ids) for n in NAMES}
     for p in producers:
@@ -86,13 +97,14 @@ def _mirror_cost(profile: Regions, b: RegionView, idle_cores: float, window_s: f
 
 
 @pytest.mark.timeout(900)  # the full version's; `make test`'s takes about 90 s
-def test_region_a_lost_failover_restart_failback(regions: tuple[Regions, dict[str, str]], tmp_path: Path) -> None:
+def test_region_a_lost_failover_restart_failback(regions: tuple[Regions, dict[str, str]], tmp_path: Path,
+                                                 launched: list[SdkProducer]) -> None:
     profile, env = regions
     window_s = 30.0 if FULL else 5.0
     pid = profile.mirror.process.pid()
     assert pid is not None, "MirrorMaker 2 is not running"
     idle, _ = _cpu_cores(pid, window_s)
-    producers, views = _start(profile, env, tmp_path, {sdk: NAMES for sdk in SDKS})
+    producers, views = _start(profile, env, tmp_path, {sdk: NAMES for sdk in SDKS}, launched)
     _mirror_cost(profile, views["b"], idle, window_s)
 
     # -- region a lost whole, under load ---------------------------------------------------------------------
@@ -144,12 +156,13 @@ def test_region_a_lost_failover_restart_failback(regions: tuple[Regions, dict[st
 
 
 @pytest.mark.timeout(900)
-def test_partition_then_heal_converges(regions: tuple[Regions, dict[str, str]], tmp_path: Path) -> None:
+def test_partition_then_heal_converges(regions: tuple[Regions, dict[str, str]], tmp_path: Path,
+                                       launched: list[SdkProducer]) -> None:
     if not FULL:
         pytest.skip("the partition runs in `make chaos-regions` (HEADWATER_CHAOS_REGIONS=full)")
     profile, env = regions
     orders = {"python": ("a", "b"), "go": ("b", "a"), "typescript": ("a", "b")}
-    producers, views = _start(profile, env, tmp_path, orders)
+    producers, views = _start(profile, env, tmp_path, orders, launched)
     assert profile.mirror.stop(), "MirrorMaker 2 was not running"
     t_part = time.monotonic()
     time.sleep(PARTITION_S)
