@@ -12,7 +12,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: setup native up down status demo test test-unit test-integration test-spark test-go test-ts test-sdk-python test-pythons lint clean \
 	bench bench-peers bench-spark bench-go benchmarks-doc pipeline-artifact loadtest loadtest-distributed conformance chaos chaos-rules \
-	setup-haproxy test-cluster test-long chaos-cluster chaos-spark bench-replication bench-rules bench-tls bench-subscribe
+	setup-haproxy test-cluster test-long chaos-cluster chaos-regions chaos-spark bench-replication bench-rules bench-tls bench-subscribe
 
 setup:
 	@bash setup/setup.sh
@@ -124,6 +124,16 @@ test-long: setup setup-haproxy
 
 chaos-cluster: setup setup-haproxy
 	@HEADWATER_CLUSTER_EVENTS=30000 HEADWATER_CHAOS_SCALE=$(CHAOS_SCALE) HEADWATER_CHAOS_SPARK=1 $(PY) -m pytest -s -m cluster tests/cluster $(PYTEST_ARGS)
+
+# The regions profile's faults measured (docs/regions.md, "What each failure costs"): the Python, Go and TypeScript
+# SDKs (their conformance drivers) at REGIONS_SCALE x 100 events/s each with endpoints [a, b]; region a killed with
+# SIGKILL, restarted, the SDKs failing back; then a 60 s partition (MirrorMaker 2 stopped) with the Go client on
+# [b, a]. About 6 minutes; every figure in the closing `regions-chaos` block. `make test` runs the short version
+# (the Python SDK at 100 events/s, no partition).
+REGIONS_SCALE ?= 5
+chaos-regions: setup setup-haproxy
+	@HEADWATER_CHAOS_REGIONS=full HEADWATER_CHAOS_SCALE=$(REGIONS_SCALE) $(PY) -m pytest -s \
+		tests/regions/test_region_loss.py $(PYTEST_ARGS)
 
 # Not a test: the same load on RF=1 and RF=3 topics of a private cluster; events per gateway and broker core-second.
 bench-replication: setup setup-haproxy

@@ -10,6 +10,7 @@ import pytest
 
 from stack.haproxy import HAProxy
 from stack.regions import Regions, RegionsConfig
+from tests.regions.chaos import SUMMARY, load_average
 from tests.support.ports import free_port
 
 
@@ -23,3 +24,12 @@ def regions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Regions,
         yield profile, profile.up().env
     finally:
         profile.down()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The region fault suite's figures in one block (tests/regions/chaos.py), with the host's load average."""
+    if SUMMARY:
+        terminalreporter.section("regions-chaos")
+        terminalreporter.write_line(f"host load average (1, 5, 15 min) at the end: {load_average()}")
+        for line in SUMMARY:
+            terminalreporter.write_line(line)
