@@ -162,7 +162,8 @@ def mirror_grants(here: str, others: Iterable[str], schemas_primary: str) -> tup
       `heartbeats`; its offset-syncs topic `mm2-offset-syncs.<other>.internal` (create, read, write); describe on
       the stack's consumer groups (the checkpoints list them and their offsets);
     - as a target: every `<other>.` topic created, written, its partitions and configs changed (`alter`,
-      `alter_configs`: topic config sync), read for the checkpoints topic it restores from; `heartbeats` written;
+      `alter_configs`: topic config sync), read (the checkpoints topic it restores from; a translated group offset
+      is committed on the copy, which takes `read` on it); `heartbeats` written;
       the Connect worker's internal topics `mm2-configs|offsets|status.<other>.internal`, its group `<other>-mm2`,
       its transactional ids (`<other>-mm2-<connector>-<task>` and `connect-cluster-<other>-mm2`); read on the
       stack's consumer groups (it writes their translated offsets).
@@ -176,9 +177,8 @@ def mirror_grants(here: str, others: Iterable[str], schemas_primary: str) -> tup
            _topic("mm2-", "read", "write", "create", "describe", "describe_configs", prefixed=True),
            *(Grant("group", p, ("read", "describe"), prefixed=True) for p in MIRROR_GROUP_PREFIXES)]
     for other in others:
-        out += [_topic(f"{other}.", "write", "create", "describe", "describe_configs", "alter", "alter_configs",
-                       prefixed=True),
-                _topic(f"{other}.checkpoints.internal", "read"),
+        out += [_topic(f"{other}.", "read", "write", "create", "describe", "describe_configs", "alter",
+                       "alter_configs", prefixed=True),
                 Grant("group", f"{other}-mm2", ("read", "describe")),
                 Grant("transactional_id", f"{other}-mm2-", ("write", "describe"), prefixed=True),
                 Grant("transactional_id", f"connect-cluster-{other}-mm2", ("write", "describe"))]

@@ -15,7 +15,14 @@ from typing import Any
 
 import headwater
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from common.avro_frame import WriterSchemas
@@ -26,6 +33,7 @@ from stack.haproxy import HAProxy
 from stack.kafka_acls import MIRROR
 from stack.regions import Regions, RegionsConfig
 from tests.support.ports import free_port
+from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 EVENTS = 40
@@ -68,6 +76,35 @@ def test_events_from_a_over_tls_are_read_and_decoded_in_b(secure: tuple[Regions,
                 found[int(record["seq"])] = record
         time.sleep(0.5)
     assert len(found) == EVENTS, f"{len(found)} of {EVENTS} events of a read and decoded in b within 60 s"
+
+
+def test_offsets_are_translated_under_the_acls(secure: tuple[Regions, dict[str, str]]) -> None:
+    """MM2's checkpoints and group offset sync work with its grants: a group the load-test principal committed in
+    a finds its translated offsets on `a.headwater.events` in b, read there by b's load-test principal."""
+    profile, _ = secure
+    a, b = profile.stack("a"), profile.stack("b")
+    in_a = KafkaSecurity.from_env(a.tools_env(), "LOADTEST").librdkafka()
+    in_b = KafkaSecurity.from_env(b.tools_env(), "LOADTEST").librdkafka()
+    group = f"headwater-reconcile-secure-{time.time_ns()}"
+    ends = topic_end_offsets(a.cfg.bootstrap, "headwater.events", security=KafkaSecurity.from_env(
+        a.tools_env(), "LOADTEST"))
+    assert sum(ends.values()) > 0, "nothing written in a to translate (the test above writes first)"
+    consumer = Consumer({"bootstrap.servers": a.cfg.bootstrap, **in_a, "group.id": group,
+                         "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition("headwater.events", p, o) for p, o in ends.items()], asynchronous=False)
+    consumer.close()
+    admin = AdminClient({"bootstrap.servers": b.cfg.bootstrap, **in_b})
+
+    def translated() -> dict[int, int]:
+        try:
+            result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+        except KafkaException:  # not there yet
+            return {}
+        return {tp.partition: tp.offset for tp in result.topic_partitions
+                if tp.topic == "a.headwater.events" and tp.offset >= 0}
+
+    got = wait_for(f"{group}'s offsets translated into b", translated, 60, interval_s=1.0)
+    assert sum(got.values()) > 0
 
 
 def test_mirror_maker_runs_as_its_own_principal_with_its_secrets_kept(
