@@ -20,7 +20,7 @@ from common.registry_client import RegistryClient, RegistryClientError
 from stack.certs import CertificateAuthority
 from stack.config import ConfigError, StackConfig, Topology
 from stack.kafka import admin_settings
-from stack.kafka_acls import MIRROR, Grant, mirror_grants, mirrored_grants
+from stack.kafka_acls import ADMIN, MIRROR, PRINCIPALS, Grant, mirror_grants, mirrored_grants
 from stack.launcher import Stack, UpReport
 from stack.mirror import SCHEMAS_TOPIC, MirrorCredentials, MirrorMaker, MirrorSettings, remote_topic
 from stack.process import StartWatch
@@ -253,6 +253,7 @@ class Regions:
         self._share_keys()
         if self.cfg.secure:
             self._share_ca()
+            self._share_registry_credentials()
         with concurrent.futures.ThreadPoolExecutor(len(self.stacks)) as pool:
             list(pool.map(lambda s: s.kafka.start(), self.stacks))
         if self.cfg.secure:  # before MirrorMaker 2 connects as `mirror` and the followers read mirrored names
@@ -327,6 +328,20 @@ class Regions:
                               (region.state_dir / "subscribe" / "dev-read-key", read)):
                 if kept_secret(path, key) != key:
                     raise ConfigError(f"{path} holds another key than {self.cfg.root}'s: delete it (`make clean`)")
+
+    def _share_registry_credentials(self) -> None:
+        """The same registry user and password for each principal in both regions (Kafka's SCRAM users stay each
+        region's own): a follower registry checks a write's credentials, then forwards them unchanged to the primary,
+        which checks them again, so a registration through `b` needs a user both registries know."""
+        shared_dir = regions_root(self.cfg.root) / "secrets" / "registry"
+        for principal in (ADMIN, *PRINCIPALS):
+            name = f"{principal}.credentials"
+            shared = kept_secret(shared_dir / name, f"{principal}:{secrets.token_urlsafe(32)}")
+            for region in self.cfg.regions:
+                path = region.secrets_dir / "registry" / name
+                if kept_secret(path, shared) != shared:
+                    raise ConfigError(f"{path} holds another registry password than {shared_dir}'s: delete the "
+                                      "regions' state (`make clean TOPOLOGY=regions`)")
 
     def _share_ca(self) -> None:
         """One development CA for both regions (made once under <state>/regions/secrets/tls, renewed like any

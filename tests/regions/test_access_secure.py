@@ -1,13 +1,16 @@
 """The `regions` profile secure (HEADWATER_SECURE=1): events sent through region a's gateway over TLS with the Python
 SDK are read in b as `a.headwater.events` by b's load-test principal (its ACLs cover the mirrored name) and decoded
-with b's follower registry over HTTPS; MirrorMaker 2 runs as `mirror` with its passwords only in its 0600
-properties file; a Kafka client without credentials, or with wrong ones, is refused by each region.
+with b's follower registry over HTTPS; a registration through b's registry is forwarded to a's over HTTPS;
+MirrorMaker 2 runs as `mirror` with its passwords only in its 0600 properties file, translates group offsets under
+its grants and cannot write a region's own events; a Kafka client without credentials, or with wrong ones, is
+refused by each region.
 
 Named to run first in tests/regions/ (files run in name order): its profile is down before the package's PLAINTEXT
 profile (conftest.py) starts, so the two never share the host's two cores."""
 
 from __future__ import annotations
 
+import json
 import stat
 import time
 from collections.abc import Iterator
@@ -35,7 +38,8 @@ from stack.regions import Regions, RegionsConfig
 from tests.support.ports import free_port
 from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+# About 90 s on a quiet 2-core host; 210 s seen under another suite's load (the start alone: 53 s, then 162 s).
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
 EVENTS = 40
 
 
@@ -105,6 +109,23 @@ def test_offsets_are_translated_under_the_acls(secure: tuple[Regions, dict[str, 
 
     got = wait_for(f"{group}'s offsets translated into b", translated, 60, interval_s=1.0)
     assert sum(got.values()) > 0
+
+
+def test_a_registration_through_b_is_forwarded_to_a_over_https(secure: tuple[Regions, dict[str, str]]) -> None:
+    """b's follower registry forwards a write to a's over HTTPS (REGISTRY_PRIMARY_CA verifies a's certificate) with
+    the caller's credentials, which both regions' registries accept; the id a gives is served by b."""
+    profile, env = secure
+    a, b = profile.stack("a"), profile.stack("b")
+    ca = env["HEADWATER_CA_BUNDLE"]
+    pipeline_b = b.secrets.registry_credentials_file("pipeline").read_text().strip().partition(":")
+    assert pipeline_b[0] == "pipeline"
+    schema = json.dumps({"type": "record", "name": f"SecureRegions{time.time_ns()}",
+                         "fields": [{"name": "n", "type": "long"}]})
+    subject = f"secure-regions-{time.time_ns()}"
+    schema_id = RegistryClient(b.cfg.registry_url, 30.0, credentials=(pipeline_b[0], pipeline_b[2]),
+                               ca_file=ca).register(subject, schema)
+    assert RegistryClient(a.cfg.registry_url, 10.0, ca_file=ca).exists(schema_id)
+    assert RegistryClient(b.cfg.registry_url, 10.0, ca_file=ca).exists(schema_id)
 
 
 def test_mirror_maker_runs_as_its_own_principal_with_its_secrets_kept(
