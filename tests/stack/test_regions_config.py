@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from stack.__main__ import is_secret, wants_regions
+from stack.certs import CertificateAuthority
 from stack.config import ConfigError
 from stack.kafka_acls import MIRROR, Grant, bindings, mirror_grants, mirrored_grants
 from stack.mirror import MirrorCredentials, MirrorError, MirrorMaker, MirrorSettings, mirror_properties
-from stack.regions import NAMES, RegionsConfig
+from stack.regions import NAMES, Regions, RegionsConfig
 
 pytestmark = pytest.mark.unit
 
@@ -138,3 +139,25 @@ def test_the_mirror_principal_gets_its_least_grants_in_each_region() -> None:
     assert in_a[("topic", "mm2-", True)] >= {"create", "read", "write"}
     assert all(not (r == "topic" and n == "headwater.events" and "write" in ops) for (r, n, _), ops in in_a.items())
     assert len(bindings({MIRROR: mirror_grants("a", ("b",), "a")})) == sum(len(ops) for ops in in_a.values())
+
+
+def test_secure_regions_share_one_ca_and_the_registry_passwords(tmp_path: Path) -> None:
+    cfg = RegionsConfig.from_env({"HEADWATER_STATE_DIR": str(tmp_path), "HEADWATER_SECURE": "1"})
+    a, b = cfg.regions
+    stale = CertificateAuthority(b.tls_dir)  # b had a CA of its own, and a leaf of it
+    stale.issue("registry")
+    old_ca = stale.pem.read_bytes()
+    profile = Regions(cfg)
+    profile._share_ca()
+    assert (a.tls_dir / "ca.pem").read_bytes() == (b.tls_dir / "ca.pem").read_bytes() != old_ca
+    assert not (b.tls_dir / "registry.pem").exists()  # signed by the old CA: removed, reissued at the start
+    assert stat.S_IMODE((b.tls_dir / "ca.key").stat().st_mode) == 0o600
+    leaf = CertificateAuthority(b.tls_dir).issue("registry")  # b's CA is the shared one, not a new one
+    assert (b.tls_dir / "ca.pem").read_bytes() == (a.tls_dir / "ca.pem").read_bytes() and leaf.cert.exists()
+    profile._share_registry_credentials()
+    for name in ("admin", "pipeline", "gateway"):
+        assert (a.secrets_dir / "registry" / f"{name}.credentials").read_text() == (
+            b.secrets_dir / "registry" / f"{name}.credentials").read_text()
+    (b.secrets_dir / "registry" / "pipeline.credentials").write_text("pipeline:another\n")
+    with pytest.raises(ConfigError, match="another registry password"):
+        profile._share_registry_credentials()
