@@ -131,10 +131,65 @@ def grants(n: Names = Names()) -> dict[str, tuple[Grant, ...]]:
 
 
 PRINCIPALS = tuple(grants())
+MIRROR = "mirror"  # MirrorMaker 2's principal: exists only in the regions of the `regions` profile
+MIRROR_GROUP_PREFIXES = ("headwater", "spark-kafka-")  # the stack's consumer groups, whose offsets MM2 translates
+
+
+def mirrored_grants(sources: Iterable[str], schemas_source: str | None, n: Names = Names()
+                    ) -> dict[str, tuple[Grant, ...]]:
+    """What a region's components may read of what MirrorMaker 2 copies in from each of `sources` (the other
+    regions): every topic grant of `grants()` that reads (exact name or prefix) again on `<source>.<name>`, with
+    `read` and `describe` only (a mirrored copy is never written but by MM2); `<schemas_source>._schemas` only for
+    the registry of a follower region (None: this region's registry is the primary). Only the names MM2 copies
+    (stack/mirror.py) are granted again."""
+    copied = (n.events_topic, n.deadletter_topic, n.rule_output_prefix, n.schemas_topic)  # what MM2 mirrors
+    out: dict[str, list[Grant]] = {}
+    for principal, granted in grants(n).items():
+        for g in granted:
+            if g.resource != "topic" or "read" not in g.operations or g.name not in copied:
+                continue
+            from_ = [schemas_source] if g.name == n.schemas_topic else list(sources)
+            out.setdefault(principal, []).extend(
+                _topic(f"{s}.{g.name}", "read", "describe", prefixed=g.prefixed) for s in from_ if s)
+    return {p: tuple(gs) for p, gs in out.items() if gs}
+
+
+def mirror_grants(here: str, others: Iterable[str], schemas_primary: str) -> tuple[Grant, ...]:
+    """MirrorMaker 2's least grants in region `here` (docs/regions.md, "Secure regions"), where it is both a source
+    (for every flow here->other) and a target (for every flow other->here), with exactly-once delivery:
+
+    - as a source: read, describe and describe_configs on the mirrored topics (`_schemas` in the primary only) and
+      `heartbeats`; its offset-syncs topic `mm2-offset-syncs.<other>.internal` (create, read, write); describe on
+      the stack's consumer groups (the checkpoints list them and their offsets);
+    - as a target: every `<other>.` topic created, written, its partitions and configs changed (`alter`,
+      `alter_configs`: topic config sync), read (the checkpoints topic it restores from; a translated group offset
+      is committed on the copy, which takes `read` on it); `heartbeats` written;
+      the Connect worker's internal topics `mm2-configs|offsets|status.<other>.internal`, its group `<other>-mm2`,
+      its transactional ids (`<other>-mm2-<connector>-<task>` and `connect-cluster-<other>-mm2`); read on the
+      stack's consumer groups (it writes their translated offsets).
+    """
+    mirrored = [_topic(n, "read", "describe", "describe_configs") for n in (
+        "headwater.events", "headwater.deadletter")]
+    mirrored.append(_topic("headwater.rule.", "read", "describe", "describe_configs", prefixed=True))
+    if here == schemas_primary:
+        mirrored.append(_topic("_schemas", "read", "describe", "describe_configs"))
+    out = [*mirrored, _topic("heartbeats", "read", "write", "create", "describe", "describe_configs"),
+           _topic("mm2-", "read", "write", "create", "describe", "describe_configs", prefixed=True),
+           *(Grant("group", p, ("read", "describe"), prefixed=True) for p in MIRROR_GROUP_PREFIXES)]
+    for other in others:
+        out += [_topic(f"{other}.", "read", "write", "create", "describe", "describe_configs", "alter",
+                       "alter_configs", prefixed=True),
+                Grant("group", f"{other}-mm2", ("read", "describe")),
+                Grant("transactional_id", f"{other}-mm2-", ("write", "describe"), prefixed=True),
+                Grant("transactional_id", f"connect-cluster-{other}-mm2", ("write", "describe"))]
+    return tuple(out)
+
+
 _RESOURCES = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP,
               "transactional_id": ResourceType.TRANSACTIONAL_ID}
 _OPERATIONS = {"read": AclOperation.READ, "write": AclOperation.WRITE, "create": AclOperation.CREATE,
-               "describe": AclOperation.DESCRIBE}
+               "describe": AclOperation.DESCRIBE, "describe_configs": AclOperation.DESCRIBE_CONFIGS,
+               "alter": AclOperation.ALTER, "alter_configs": AclOperation.ALTER_CONFIGS}
 
 
 def bindings(table: Mapping[str, Iterable[Grant]]) -> list[AclBinding]:

@@ -3,18 +3,22 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from stack.config import REPO_ROOT
 from stack.kafka import LOG4J_CONFIG, render_properties
+from stack.kafka_acls import MIRROR
 from stack.process import ManagedProcess, StartWatch
+from stack.secrets import StackSecrets
 
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
 # Mirrored both ways: what the gateways write (events, dead letters) and what the pipelines' rules write.
@@ -28,6 +32,32 @@ class MirrorError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class MirrorCredentials:
+    """MirrorMaker 2's principal (`mirror`) in one secure region: SASL/SCRAM-SHA-512 over TLS, its password in that
+    region's secrets (made by the region's provisioning), the region's CA to verify its broker."""
+
+    ca: Path
+    secrets_dir: Path
+
+    def password(self) -> str:
+        return StackSecrets(self.secrets_dir).kafka_password_file(MIRROR).read_text().strip()
+
+    def librdkafka(self) -> dict[str, Any]:
+        """The same principal for a Python client (the readiness check)."""
+        return {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": MIRROR,
+                "sasl.password": self.password(), "ssl.ca.location": str(self.ca)}
+
+    def properties(self, alias: str) -> dict[str, str]:
+        """mm2.properties' `<alias>.*` client settings (every producer, consumer and admin client of that cluster,
+        and the Connect worker whose target it is)."""
+        jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{MIRROR}" '
+                f'password="{self.password()}";')
+        return {f"{alias}.security.protocol": "SASL_SSL", f"{alias}.sasl.mechanism": "SCRAM-SHA-512",
+                f"{alias}.sasl.jaas.config": jaas, f"{alias}.ssl.truststore.type": "PEM",
+                f"{alias}.ssl.truststore.location": str(self.ca)}
+
+
+@dataclass(frozen=True)
 class MirrorSettings:
     """What MirrorMaker 2 connects and how often it looks again (docs/regions.md, "MirrorMaker 2")."""
 
@@ -37,6 +67,8 @@ class MirrorSettings:
     tasks: int = 2
     refresh_s: int = 5  # new topics, new groups, checkpoints and group offsets: every `refresh_s` seconds
     exactly_once: bool = True  # KIP-710: transactional writes of records and source offsets on each target
+    # alias -> MM2's principal there (secure regions: SASL_SSL); empty: PLAINTEXT to every region
+    credentials: Mapping[str, MirrorCredentials] = field(default_factory=dict)
 
     @property
     def primary(self) -> str:
@@ -60,6 +92,9 @@ def mirror_properties(s: MirrorSettings) -> dict[str, str]:
     """mm2.properties: every region mirrors MIRRORED_TOPICS into every other, the primary also its `_schemas`."""
     if len(s.clusters) < 2:
         raise MirrorError(f"MirrorMaker 2 needs two regions or more, got {', '.join(s.clusters) or 'none'}")
+    if s.credentials and set(s.credentials) != set(s.clusters):
+        raise MirrorError(f"MirrorMaker 2 has credentials for {', '.join(sorted(s.credentials))} only, not for "
+                          f"every region of {', '.join(s.clusters)}: all regions secure, or none")
     rf = "1"  # one broker per region in this profile
     interval = str(s.refresh_s)
     props = {"clusters": ", ".join(s.clusters)}
@@ -69,6 +104,8 @@ def mirror_properties(s: MirrorSettings) -> dict[str, str]:
         props[f"{alias}.consumer.isolation.level"] = "read_committed"
         if s.exactly_once:
             props[f"{alias}.exactly.once.source.support"] = "enabled"
+        if alias in s.credentials:
+            props |= s.credentials[alias].properties(alias)
     for source in s.clusters:
         for target in s.clusters:
             if source == target:
@@ -89,7 +126,8 @@ def mirror_properties(s: MirrorSettings) -> dict[str, str]:
         "refresh.groups.interval.seconds": interval,
         "sync.topic.configs.enabled": "true",
         "sync.topic.configs.interval.seconds": "60",
-        # No ACLs in this version of the profile (PLAINTEXT, docs/regions.md "Known limits").
+        # Each region's ACLs are its own (secure regions: stack/kafka_acls.py grants the mirrored names), never
+        # copied from the other region.
         "sync.topic.acls.enabled": "false",
         # Every topic MM2 creates on one broker.
         "replication.factor": rf,
@@ -128,8 +166,15 @@ class MirrorMaker:
                 f"-Dkafka.logs.dir={self.s.log_dir}", "-cp", f"{self.jars}/*", MAIN_CLASS, str(self.s.props_file)]
 
     def write_config(self) -> None:
-        self.s.props_file.parent.mkdir(parents=True, exist_ok=True)
-        self.s.props_file.write_text(render_properties(mirror_properties(self.s)))
+        """mm2.properties, mode 0600 from its creation (a secure profile's holds MM2's passwords), atomically."""
+        path = self.s.props_file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            os.fchmod(out.fileno(), 0o600)
+            out.write(render_properties(mirror_properties(self.s)))
+        os.replace(tmp, path)
 
     def start(self, quiet_s: float = 90.0) -> bool:
         """Start unless running, then wait until every remote topic exists. True if started now."""
@@ -160,7 +205,8 @@ class MirrorMaker:
     def wait_ready(self, quiet_s: float) -> None:
         """Until every expected remote topic exists, as long as MM2's log grows (`quiet_s` of silence fails)."""
         watch = StartWatch(quiet_s, [self.s.log_dir])
-        admins = {a: AdminClient({"bootstrap.servers": b, "socket.connection.setup.timeout.ms": 1000})
+        admins = {a: AdminClient({"bootstrap.servers": b, "socket.connection.setup.timeout.ms": 1000,
+                                  **(self.s.credentials[a].librdkafka() if a in self.s.credentials else {})})
                   for a, b in self.s.clusters.items()}
         missing: list[str] = []
         while not watch.expired():

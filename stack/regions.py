@@ -1,5 +1,6 @@
 """The `regions` profile (docs/regions.md): two full stacks on loopback, each in its own state directory and ports,
-MirrorMaker 2 between them; region `a`'s registry is the primary, `b`'s a follower reading `a._schemas`."""
+MirrorMaker 2 between them; region `a`'s registry is the primary, `b`'s a follower reading `a._schemas`. Secure
+(HEADWATER_SECURE=1): each region provisioned as a secure stack, one development CA for both, MM2 over SASL_SSL."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import concurrent.futures
 import contextlib
 import os
 import secrets
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -15,12 +17,15 @@ from pathlib import Path
 from common.env import env_int
 from common.envfile import state_dir, write_env
 from common.registry_client import RegistryClient, RegistryClientError
+from stack.certs import CertificateAuthority
 from stack.config import ConfigError, StackConfig, Topology
 from stack.kafka import admin_settings
+from stack.kafka_acls import ADMIN, MIRROR, PRINCIPALS, Grant, mirror_grants, mirrored_grants
 from stack.launcher import Stack, UpReport
-from stack.mirror import SCHEMAS_TOPIC, MirrorMaker, MirrorSettings, remote_topic
+from stack.mirror import SCHEMAS_TOPIC, MirrorCredentials, MirrorMaker, MirrorSettings, remote_topic
 from stack.process import StartWatch
 from stack.secrets import kept_secret
+from stack.security import provision
 from stack.services import HttpService, ServiceError, subscribe_service
 from stack.topics import EVENTS_TOPIC, TopicSpec, ensure_topics
 
@@ -34,6 +39,11 @@ PORT_STRIDE = 200  # region i's ports: HEADWATER_REGIONS_PORT_BASE + i * 200 + (
 
 def regions_root(root: Path) -> Path:
     return root / "regions"
+
+
+def ca_dir(root: Path) -> Path:
+    """The development CA both secure regions share (each region's tls folder holds a copy of it)."""
+    return regions_root(root) / "secrets" / "tls"
 
 
 def marker_file(root: Path) -> Path:
@@ -53,7 +63,7 @@ class RegionsConfig:
     HEADWATER_REGIONS_PORT_BASE (20000: region a on 20001-20199, b on 20201-20399), HEADWATER_REGIONS_KAFKA_HEAP_MB
     (384), HEADWATER_MIRROR_HEAP_MB (256), HEADWATER_MIRROR_REFRESH_S (5), HEADWATER_MIRROR_EXACTLY_ONCE (1),
     HEADWATER_REGIONS_PIPELINE (0: each region's pipeline is started by hand; 1: by `up`, on port base+8 of the
-    region for its /metrics).
+    region for its /metrics), HEADWATER_SECURE (0; 1: both regions secure, docs/regions.md "Secure regions").
     """
 
     root: Path
@@ -70,6 +80,7 @@ class RegionsConfig:
         root = state_dir(env)
         base = _int(env, "HEADWATER_REGIONS_PORT_BASE", 20000, 1024, 65535 - PORT_STRIDE * len(NAMES))
         heap = _int(env, "HEADWATER_REGIONS_KAFKA_HEAP_MB", 384, 256, 65536)
+        topology = replace(REGION, secure=_int(env, "HEADWATER_SECURE", 0, 0, 1) == 1)
         configs = []
         for i, name in enumerate(NAMES):
             b = base + i * PORT_STRIDE
@@ -79,7 +90,7 @@ class RegionsConfig:
                           "HEADWATER_GATEWAY_PORT": str(b + 5), "HEADWATER_SUBSCRIBE_PORT": str(b + 6),
                           "HEADWATER_CONSOLE_PORT": str(b + 7), "HEADWATER_CLUSTER_PORT_BASE": str(b + 100),
                           "HEADWATER_KAFKA_HEAP_MB": str(heap)}
-            configs.append(StackConfig.from_env(region_env, topology=REGION))
+            configs.append(StackConfig.from_env(region_env, topology=topology))
         return cls(root=root, regions=tuple(configs),
                    pipeline_ports=tuple(base + i * PORT_STRIDE + 8 for i in range(len(NAMES))),
                    pipeline=_int(env, "HEADWATER_REGIONS_PIPELINE", 0, 0, 1) == 1,
@@ -89,11 +100,12 @@ class RegionsConfig:
 
     @classmethod
     def on_free_ports(cls, root: Path, free_port: Callable[[], int], *, events_partitions: int = 2,
-                      heap_mb: int = 256) -> RegionsConfig:
+                      heap_mb: int = 256, secure: bool = False) -> RegionsConfig:
         """Both regions on free ports under `root` (the tests')."""
         root = root.resolve()
+        topology = replace(REGION, secure=secure)
         configs = tuple(
-            replace(StackConfig.on_free_ports(regions_root(root) / name, free_port, REGION,
+            replace(StackConfig.on_free_ports(regions_root(root) / name, free_port, topology,
                                               events_partitions=events_partitions, heap_mb=heap_mb),
                     gateway_workers=1)
             for name in NAMES)
@@ -107,13 +119,27 @@ class RegionsConfig:
         return NAMES[0]
 
     @property
+    def secure(self) -> bool:
+        return self.regions[0].topology.secure
+
+    @property
     def env_file(self) -> Path:
         return self.root / "stack.env"
 
     def mirror_settings(self) -> MirrorSettings:
+        credentials = {n: MirrorCredentials(c.tls_dir / "ca.pem", c.secrets_dir)
+                       for n, c in zip(NAMES, self.regions, strict=True)} if self.secure else {}
         return MirrorSettings(clusters={n: c.bootstrap for n, c in zip(NAMES, self.regions, strict=True)},
                               state_dir=regions_root(self.root), heap_mb=self.mirror_heap_mb,
-                              refresh_s=self.mirror_refresh_s, exactly_once=self.exactly_once)
+                              refresh_s=self.mirror_refresh_s, exactly_once=self.exactly_once,
+                              credentials=credentials)
+
+    def region_grants(self, name: str) -> dict[str, tuple[Grant, ...]]:
+        """What a secure region grants beyond a secure stack's table: its components' reads of the mirrored copies
+        (the follower's registry: the primary's `_schemas`) and MirrorMaker 2's principal `mirror`."""
+        others = tuple(n for n in NAMES if n != name)
+        extra = mirrored_grants(others, None if name == self.primary else self.primary)
+        return extra | {MIRROR: mirror_grants(name, others, self.primary)}
 
 
 def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
@@ -146,7 +172,14 @@ class RegionStack(Stack):
         if self.primary is not None:
             env |= {"SCHEMAS_TOPIC": remote_topic(self.primary.name, SCHEMAS_TOPIC),
                     "REGISTRY_PRIMARY_URL": self.primary.cfg.registry_url}
+            if self.cfg.topology.secure:  # registrations forwarded over HTTPS, the primary's certificate verified
+                env["REGISTRY_PRIMARY_CA"] = str(self.primary.cfg.tls_dir / "ca.pem")
         return env
+
+    def registry_reader(self, timeout_s: float) -> RegistryClient:
+        """This region's registry for reads (open to anyone; over HTTPS verified with the stack's CA when secure)."""
+        ca = str(self.cfg.tls_dir / "ca.pem") if self.cfg.topology.secure else ""
+        return RegistryClient(self.cfg.registry_url, timeout_s, ca_file=ca)
 
     def topics(self) -> list[TopicSpec]:
         specs = super().topics()
@@ -165,7 +198,7 @@ class RegionStack(Stack):
 
     def schema_ids(self) -> set[int]:
         """Every schema id this region's registry serves (each subject's every version)."""
-        client = RegistryClient(self.cfg.registry_url, 30.0)
+        client = self.registry_reader(30.0)
         try:
             return {int(client.version(s, v)["id"]) for s in client.subjects() for v in client.versions(s)}
         except RegistryClientError as exc:
@@ -174,7 +207,7 @@ class RegionStack(Stack):
     def wait_schema_ids(self, ids: set[int]) -> None:
         """Until this (follower) registry serves every id in `ids`, read from the mirrored log, as long as
         MirrorMaker 2's or the registry's log grows."""
-        client = RegistryClient(self.cfg.registry_url, 5.0)
+        client = self.registry_reader(5.0)
         watch = StartWatch(self.cfg.start_timeout_s, [self.cfg.logs_dir, self.cfg.state_dir.parent / "logs"])
         missing = sorted(ids)
         while not watch.expired():
@@ -218,8 +251,14 @@ class Regions:
         marker_file(self.cfg.root).parent.mkdir(parents=True, exist_ok=True)
         marker_file(self.cfg.root).write_text(",".join(NAMES) + "\n")
         self._share_keys()
+        if self.cfg.secure:
+            self._share_ca()
+            self._share_registry_credentials()
         with concurrent.futures.ThreadPoolExecutor(len(self.stacks)) as pool:
             list(pool.map(lambda s: s.kafka.start(), self.stacks))
+        if self.cfg.secure:  # before MirrorMaker 2 connects as `mirror` and the followers read mirrored names
+            for s in self.stacks:
+                provision(s.cfg.bootstrap, s.secrets, s.cfg.tls_dir / "ca.pem", extra=self.cfg.region_grants(s.name))
         for s in self.stacks:  # before MirrorMaker 2 looks for them
             ensure_topics(s.cfg.bootstrap, s.topics(), timeout_s=60, client=admin_settings(s.cfg))
         started: list[str] = []
@@ -289,6 +328,40 @@ class Regions:
                               (region.state_dir / "subscribe" / "dev-read-key", read)):
                 if kept_secret(path, key) != key:
                     raise ConfigError(f"{path} holds another key than {self.cfg.root}'s: delete it (`make clean`)")
+
+    def _share_registry_credentials(self) -> None:
+        """The same registry user and password for each principal in both regions (Kafka's SCRAM users stay each
+        region's own): a follower registry checks a write's credentials, then forwards them unchanged to the primary,
+        which checks them again, so a registration through `b` needs a user both registries know."""
+        shared_dir = regions_root(self.cfg.root) / "secrets" / "registry"
+        for principal in (ADMIN, *PRINCIPALS):
+            name = f"{principal}.credentials"
+            shared = kept_secret(shared_dir / name, f"{principal}:{secrets.token_urlsafe(32)}")
+            for region in self.cfg.regions:
+                path = region.secrets_dir / "registry" / name
+                if kept_secret(path, shared) != shared:
+                    raise ConfigError(f"{path} holds another registry password than {shared_dir}'s: delete the "
+                                      "regions' state (`make clean TOPOLOGY=regions`)")
+
+    def _share_ca(self) -> None:
+        """One development CA for both regions (made once under <state>/regions/secrets/tls, renewed like any
+        stack's): copied into each region's tls folder, whose leaves of another CA are removed (they are reissued
+        by the new one at the region's start), so that a client trusting one CA bundle reaches both regions."""
+        shared = CertificateAuthority(ca_dir(self.cfg.root))
+        for region in self.cfg.regions:
+            folder = region.tls_dir
+            if (folder / "ca.pem").exists() and (folder / "ca.pem").read_bytes() == shared.pem.read_bytes():
+                continue
+            if folder.exists():
+                for stale in folder.iterdir():
+                    if stale.is_file():
+                        stale.unlink()
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o700)
+            folder.parent.chmod(0o700)
+            for name in ("ca.key", "ca.pem"):
+                shutil.copyfile(ca_dir(self.cfg.root) / name, folder / name)
+            (folder / "ca.key").chmod(0o600)
 
     def down(self) -> list[str]:
         """MirrorMaker 2 first (nothing half-copied is left in flight to a region going away), then the followers,

@@ -12,6 +12,7 @@ format time, then every component's user and ACLs (stack/kafka_acls.py) through 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from stack.certs import CertificateAuthority
-from stack.kafka_acls import ADMIN, PRINCIPALS, apply_acls, grants, set_passwords
+from stack.kafka_acls import ADMIN, PRINCIPALS, Grant, apply_acls, grants, set_passwords
 from stack.secrets import StackSecrets
 
 BROKER_PRINCIPAL = "broker"
@@ -81,9 +82,16 @@ def client_config(bootstrap: str, principal: str, secrets_: StackSecrets, ca: Pa
             "ssl.ca.location": str(ca)}
 
 
-def provision(bootstrap: str, secrets_: StackSecrets, ca: Path, timeout_s: float = 60.0) -> int:
-    """Every component's SCRAM user and ACLs (idempotent); the number of ACL bindings."""
+def provision(bootstrap: str, secrets_: StackSecrets, ca: Path, timeout_s: float = 60.0, *,
+              extra: Mapping[str, Iterable[Grant]] | None = None) -> int:
+    """Every component's SCRAM user and ACLs (idempotent); the number of ACL bindings. `extra`: more grants, and
+    a user for each principal it names that the table lacks (a region's `mirror`, its mirrored topics)."""
     admin = AdminClient(client_config(bootstrap, ADMIN, secrets_, ca))
     passwords = secrets_.kafka_passwords()
-    set_passwords(admin, {p: passwords[p] for p in PRINCIPALS}, timeout_s)
-    return apply_acls(admin, grants(), timeout_s)
+    users = {p: passwords[p] for p in PRINCIPALS}
+    users |= {p: secrets_.kafka_password_file(p).read_text().strip() for p in (extra or {}) if p not in users}
+    set_passwords(admin, users, timeout_s)
+    table: dict[str, list[Grant]] = {p: list(g) for p, g in grants().items()}
+    for principal, granted in (extra or {}).items():
+        table.setdefault(principal, []).extend(granted)
+    return apply_acls(admin, table, timeout_s)
