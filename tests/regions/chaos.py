@@ -3,7 +3,10 @@ own `headwater.events` plus the other's mirrored `<other>.headwater.events`, by 
 count them), MirrorMaker 2's CPU and memory from /proc, and the one summary block the suite prints.
 
 Scale: HEADWATER_CHAOS_REGIONS=full (`make chaos-regions`) runs every SDK, the partition and the MirrorMaker 2
-cost at RATE x HEADWATER_CHAOS_SCALE events/s per SDK; otherwise (`make test`) one SDK at RATE events/s.
+cost at RATE x HEADWATER_CHAOS_SCALE events/s per SDK, with both regions' pipelines running (their counts checked
+too; HEADWATER_CHAOS_PIPELINES=0 leaves them out); otherwise (`make test`) one SDK at RATE events/s, no pipeline.
+With the pipelines the scale is at most PIPELINE_SCALE_MAX: two Spark pipelines beside two stacks, MirrorMaker 2 and
+three SDKs at 500 events/s each are more than a 2-core host serves (that load reached 8.5 without the pipelines).
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from stack.topics import EVENTS_TOPIC
 from tests.support.kafka import end_offsets
 
 FULL = os.environ.get("HEADWATER_CHAOS_REGIONS", "") == "full"
-SCALE = max(1, int(os.environ.get("HEADWATER_CHAOS_SCALE", "1"))) if FULL else 1
+PIPELINES = FULL and os.environ.get("HEADWATER_CHAOS_PIPELINES", "1") != "0"
+PIPELINE_SCALE_MAX = 2
+ASKED_SCALE = max(1, int(os.environ.get("HEADWATER_CHAOS_SCALE", "1"))) if FULL else 1
+SCALE = min(ASKED_SCALE, PIPELINE_SCALE_MAX) if PIPELINES else ASKED_SCALE
 RATE = 100.0  # events/s per SDK client at scale 1
 SUMMARY: list[str] = []  # the lines the suite prints at its end (tests/regions/conftest.py)
 

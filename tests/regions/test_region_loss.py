@@ -2,7 +2,9 @@
 process of region a killed with SIGKILL; RTO (until each SDK delivers through b), RPO (acknowledged by a, not yet in b)
 and the mirror lag at the kill; a restarted from its disks, the SDKs fail back, and both regions hold every
 acknowledged event. With HEADWATER_CHAOS_REGIONS=full (`make chaos-regions`): the three SDKs, a partition between the
-regions (MirrorMaker 2 stopped for 60 s with both regions taking traffic) and MirrorMaker 2's cost per 1,000 events/s.
+regions (MirrorMaker 2 stopped for 60 s with both regions taking traffic) and MirrorMaker 2's cost per 1,000 events/s,
+with both regions' pipelines running: after the failback and after the heal, each pipeline's deduplicated `events/`
+output must count every acknowledged event exactly once, the same in both regions (tests/regions/pipelines.py).
 
 Runs after tests/regions/test_mirror.py and before test_region_restart.py (files run in name order)."""
 
@@ -17,7 +19,8 @@ import pytest
 from stack.mirror import remote_topic
 from stack.regions import NAMES, Regions
 from stack.topics import EVENTS_TOPIC
-from tests.regions.chaos import FULL, RATE, SCALE, ProcUsage, RegionView, load_average, report, wait_holding
+from tests.regions.chaos import FULL, PIPELINES, RATE, SCALE, ProcUsage, RegionView, load_average, report, wait_holding
+from tests.regions.pipelines import PipelineCount, check_once, start_pipeline, wait_counted
 from tests.regions.producers import SdkProducer, ready_sdk
 
 pytestmark = pytest.mark.integration
@@ -25,6 +28,7 @@ pytestmark = pytest.mark.integration
 SDKS = ("python", "go", "typescript") if FULL else ("python",)
 RTO_GOAL_S = 30.0  # with the SDKs' default failover settings (protocol.md §9: 10 to 12 s against a dead region)
 PARTITION_S = 60.0
+TIMEOUT_S = 1500 if PIPELINES else 900  # the full version's (three SDKs, 30 s cost windows, the pipelines' waits)
 
 
 def _until(what: str, ready: Callable[[], bool], timeout_s: float) -> float:
@@ -58,6 +62,26 @@ def _start(profile: Regions, env: dict[str, str], tmp: Path, orders: Mapping[str
         p.start()
     _until("every SDK acknowledging", lambda: all(p.last().acknowledged >= RATE * SCALE for p in producers), 60)
     return producers, views
+
+
+def _counted(profile: Regions, producers: list[SdkProducer]) -> list[PipelineCount]:
+    """Both regions' pipelines' counts of the run's producers (none without the pipelines)."""
+    ids = {p.producer_id for p in producers}
+    return [PipelineCount.of(profile.stack(n), ids) for n in NAMES] if PIPELINES else []
+
+
+def _check_pipelines(pipelines: list[PipelineCount], acked: set[str], since: str, t0: float) -> float:
+    """Until both pipelines have counted every acknowledged event; each exactly once, the same ids in both regions.
+    Seconds from `t0` (monotonic, the moment `since` names) until they agreed."""
+    wait_counted(pipelines, acked)
+    took = time.monotonic() - t0
+    for p in pipelines:
+        report(check_once(p, acked))
+    a, b = pipelines
+    report(f"pipelines agree: a counted {sum(a.counts.values())}, b {sum(b.counts.values())} events of the run, the "
+           f"same ids in both; {took:.1f} s after {since}; load {load_average()}")
+    assert a.counts == b.counts
+    return took
 
 
 def _acknowledged(producers: list[SdkProducer]) -> set[str]:
@@ -96,7 +120,7 @@ def _mirror_cost(profile: Regions, b: RegionView, idle_cores: float, window_s: f
            f"(heap -Xmx{profile.cfg.mirror_heap_mb}m), load {load_average()}")
 
 
-@pytest.mark.timeout(900)  # the full version's; `make test`'s takes about 90 s
+@pytest.mark.timeout(TIMEOUT_S)  # the full version's; `make test`'s takes about 90 s
 def test_region_a_lost_failover_restart_failback(regions: tuple[Regions, dict[str, str]], tmp_path: Path,
                                                  launched: list[SdkProducer]) -> None:
     profile, env = regions
@@ -105,6 +129,7 @@ def test_region_a_lost_failover_restart_failback(regions: tuple[Regions, dict[st
     assert pid is not None, "MirrorMaker 2 is not running"
     idle, _ = _cpu_cores(pid, window_s)
     producers, views = _start(profile, env, tmp_path, {sdk: NAMES for sdk in SDKS}, launched)
+    pipelines = _counted(profile, producers)
     _mirror_cost(profile, views["b"], idle, window_s)
 
     # -- region a lost whole, under load ---------------------------------------------------------------------
@@ -126,6 +151,11 @@ def test_region_a_lost_failover_restart_failback(regions: tuple[Regions, dict[st
     t_restart, wall_restart = time.monotonic(), time.time()
     profile.start_region("a")
     restart_s = time.monotonic() - t_restart
+    if PIPELINES:  # killed with the region: it resumes from its checkpoints
+        t_pipe = time.monotonic()
+        start_pipeline(profile.stack("a"))
+        report(f"region a's pipeline, killed with it, started again from its checkpoints in "
+               f"{time.monotonic() - t_pipe:.1f} s (after the region's {restart_s:.1f} s)")
     _until("every SDK failing back to a", lambda: all(p.failed_back_after(t_restart) is not None for p in producers),
            90)
     backs = ", ".join(f"{p.label} {p.failed_back_after(t_restart):.1f} s" for p in producers)
@@ -134,6 +164,7 @@ def test_region_a_lost_failover_restart_failback(regions: tuple[Regions, dict[st
     _until("every SDK acknowledged through a again",
            lambda: all(p.last().acknowledged > resume[p.label] + RATE * SCALE for p in producers), 60)
     acked = _acknowledged(producers)
+    t_closed = time.monotonic()
     # RPO: what a had committed before it died (read back from its own disks), acknowledged, and not in b then;
     # the mirror lag: how far the newest of a's records b held trailed the newest a had.
     views["a"].refresh()
@@ -153,9 +184,11 @@ def test_region_a_lost_failover_restart_failback(regions: tuple[Regions, dict[st
                f"duplicates {view.duplicates()} / missing {len(acked) - found}; held {took:.1f} s after the "
                f"clients closed")
         assert found == len(acked)
+    if pipelines:
+        _check_pipelines(pipelines, acked, "the clients closed", t_closed)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(TIMEOUT_S)
 def test_partition_then_heal_converges(regions: tuple[Regions, dict[str, str]], tmp_path: Path,
                                        launched: list[SdkProducer]) -> None:
     if not FULL:
@@ -163,6 +196,7 @@ def test_partition_then_heal_converges(regions: tuple[Regions, dict[str, str]], 
     profile, env = regions
     orders = {"python": ("a", "b"), "go": ("b", "a"), "typescript": ("a", "b")}
     producers, views = _start(profile, env, tmp_path, orders, launched)
+    pipelines = _counted(profile, producers)
     assert profile.mirror.stop(), "MirrorMaker 2 was not running"
     t_part = time.monotonic()
     time.sleep(PARTITION_S)
@@ -170,6 +204,10 @@ def test_partition_then_heal_converges(regions: tuple[Regions, dict[str, str]], 
     report(f"partition {time.monotonic() - t_part:.0f} s (MirrorMaker 2 stopped), both regions taking traffic: a "
            f"lacks {len(b - a)} of b's events, b lacks {len(a - b)} of a's")
     assert b - a and a - b, "the regions did not diverge: was MirrorMaker 2 really stopped?"
+    if pipelines:
+        pa, pb = (p.refresh().distinct() for p in pipelines)
+        report(f"at the heal, the pipelines had counted a {len(pa)}, b {len(pb)} events of the run; a's lacked "
+               f"{len(pb - pa)} of b's, b's {len(pa - pb)} of a's")
     t_heal = time.monotonic()
     profile.mirror.start()
     acked = _acknowledged(producers)
@@ -183,3 +221,5 @@ def test_partition_then_heal_converges(regions: tuple[Regions, dict[str, str]], 
     report(f"healed: both regions hold the same {len(views['a'].distinct())} distinct event ids "
            f"({len(acked)} acknowledged) {took:.1f} s after MirrorMaker 2 was started again; duplicates a "
            f"{views['a'].duplicates()}, b {views['b'].duplicates()}; load {load_average()}")
+    if pipelines:
+        _check_pipelines(pipelines, acked, "MirrorMaker 2 was started again (the heal)", t_heal)
