@@ -128,8 +128,9 @@ chaos-cluster: setup setup-haproxy
 # The regions profile's faults measured (docs/regions.md, "What each failure costs"): the Python, Go and TypeScript
 # SDKs (their conformance drivers) at REGIONS_SCALE x 100 events/s each with endpoints [a, b]; region a killed with
 # SIGKILL, restarted, the SDKs failing back; then a 60 s partition (MirrorMaker 2 stopped) with the Go client on
-# [b, a]. About 6 minutes; every figure in the closing `regions-chaos` block. `make test` runs the short version
-# (the Python SDK at 100 events/s, no partition).
+# [b, a]; both regions' pipelines run and must count every acknowledged event once and agree (at most 200 events/s
+# per SDK then; HEADWATER_CHAOS_PIPELINES=0 leaves them out). About 10 minutes; every figure in the closing
+# `regions-chaos` block. `make test` runs the short version (the Python SDK at 100 events/s, no partition).
 REGIONS_SCALE ?= 5
 chaos-regions: setup setup-haproxy
 	@HEADWATER_CHAOS_REGIONS=full HEADWATER_CHAOS_SCALE=$(REGIONS_SCALE) $(PY) -m pytest -s \
