@@ -62,8 +62,8 @@ class RegionsConfig:
     Environment (docs/regions.md): HEADWATER_STATE_DIR (the regions live in <state>/regions/a and /b),
     HEADWATER_REGIONS_PORT_BASE (20000: region a on 20001-20199, b on 20201-20399), HEADWATER_REGIONS_KAFKA_HEAP_MB
     (384), HEADWATER_MIRROR_HEAP_MB (256), HEADWATER_MIRROR_REFRESH_S (5), HEADWATER_MIRROR_EXACTLY_ONCE (1),
-    HEADWATER_REGIONS_PIPELINE (0: each region's pipeline is started by hand; 1: by `up`, on port base+8 of the
-    region for its /metrics), HEADWATER_SECURE (0; 1: both regions secure, docs/regions.md "Secure regions").
+    HEADWATER_REGIONS_PIPELINE (1: `up` starts each region's pipeline, /metrics on port base+8 of the region;
+    0: each is started by hand), HEADWATER_SECURE (0; 1: both regions secure, docs/regions.md "Secure regions").
     """
 
     root: Path
@@ -93,7 +93,7 @@ class RegionsConfig:
             configs.append(StackConfig.from_env(region_env, topology=topology))
         return cls(root=root, regions=tuple(configs),
                    pipeline_ports=tuple(base + i * PORT_STRIDE + 8 for i in range(len(NAMES))),
-                   pipeline=_int(env, "HEADWATER_REGIONS_PIPELINE", 0, 0, 1) == 1,
+                   pipeline=_int(env, "HEADWATER_REGIONS_PIPELINE", 1, 0, 1) == 1,
                    mirror_heap_mb=_int(env, "HEADWATER_MIRROR_HEAP_MB", 256, 128, 8192),
                    mirror_refresh_s=_int(env, "HEADWATER_MIRROR_REFRESH_S", 5, 1, 600),
                    exactly_once=_int(env, "HEADWATER_MIRROR_EXACTLY_ONCE", 1, 0, 1) == 1)

@@ -31,8 +31,9 @@ def test_regions_have_their_own_state_and_disjoint_ports(tmp_path: Path) -> None
     assert all(30000 < p < 30400 for p in ports[0] | ports[1])
     assert a.topology.gateways == 2 and a.topology.haproxy and not a.topology.secure and not a.topology.spark
     assert a.kafka_heap_mb == 384 and cfg.env_file == tmp_path / "stack.env"
-    assert cfg.pipeline_ports == (30008, 30208) and not cfg.pipeline
-    assert RegionsConfig.from_env({"HEADWATER_STATE_DIR": str(tmp_path), "HEADWATER_REGIONS_PIPELINE": "1"}).pipeline
+    assert cfg.pipeline_ports == (30008, 30208) and cfg.pipeline  # each region a full stack, its pipeline with it
+    without = {"HEADWATER_STATE_DIR": str(tmp_path), "HEADWATER_REGIONS_PIPELINE": "0"}
+    assert not RegionsConfig.from_env(without).pipeline
 
 
 def test_a_bad_regions_setting_is_named(tmp_path: Path) -> None:
