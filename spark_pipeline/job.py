@@ -197,7 +197,7 @@ def run(cfg: PipelineConfig, available_now: bool = False, spark: SparkSession | 
     running: list[StreamingQuery] = []
     restarts = [0]
     sampler = None if available_now else start_metrics(cfg, lambda: (running, restarts[0]))
-    slot_retries = SlotRetries()  # a query refused its task slots: when to start the queries again
+    slot_retries = SlotRetries()  # a query refused its task slots (or lost a shuffle): when to start them again
     try:
         while True:
             snapshot = take_snapshot(registry, cfg.subject_prefix, bad)

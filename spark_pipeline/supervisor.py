@@ -1,8 +1,11 @@
 """Watches the running streaming queries: ends the run, or asks for a schema refresh on unknown schema ids.
 
-A real-time query that could not get its task slots at once (CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT: seen when two
-real-time queries start at the same moment) raises SlotShortage, which the run answers by starting the queries
-again from their checkpoints, a bounded number of times.
+Two failures of real-time queries are passing ones, and raise SlotShortage, which the run answers by starting the
+queries again from their checkpoints, a bounded number of times: a query that could not get its task slots at once
+(CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT: seen when two real-time queries start at the same moment), and a stage
+that lost a streaming shuffle connection between its tasks (Spark's "Connection to streaming shuffle writer N
+closed before termination", which carries no error condition: seen on a starved host as a real-time batch ends;
+local mode retries no task, so the query fails although nothing is wrong with its input).
 
 A batch that meets a schema id the decoder's snapshot lacks fails on purpose (`decode.py`, strict mode, with
 Spark's `raise_error`). The failure is recognised structurally: somewhere in the exception's cause chain is a
@@ -26,13 +29,19 @@ USER_RAISED = "USER_RAISED_EXCEPTION"
 SLOT_SHORTAGE = "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT"
 MAX_CAUSES = 32
 _TAGGED = re.compile(r"(?:[\w.$]+: )?\[([A-Z][A-Z0-9_]*)\] ")
+# Spark's own message, at the start of an exception of the chain (the Java exception, or the job abort naming it as
+# the lost task's failure): never text of a record, which Spark does not put before these words.
+_SHUFFLE_LOST = re.compile(r"(?:Job aborted due to stage failure: [^\n]*?most recent failure: Lost task [^\n]*?: )?"
+                           r"(?:org\.apache\.spark\.SparkException: )?Connection to streaming shuffle writer \d+ "
+                           r"closed before termination")
 
 
 class SlotShortage(Exception):
-    """Query `query` failed for want of task slots at its start (`error`: Spark's exception); the others stopped."""
+    """Query `query` failed for want of task slots at its start, or lost a streaming shuffle connection (`error`:
+    Spark's exception); the others stopped."""
 
-    def __init__(self, query: str, error: BaseException) -> None:
-        super().__init__(f"query {query} could not get its task slots: {str(error).splitlines()[0][:300]}")
+    def __init__(self, query: str, error: BaseException, what: str = "could not get its task slots") -> None:
+        super().__init__(f"query {query} {what}: {str(error).splitlines()[0][:300]}")
         self.query, self.error = query, error
 
 
@@ -88,6 +97,11 @@ def conditions(error: object) -> set[str]:
     return found
 
 
+def shuffle_lost(error: object) -> bool:
+    """Whether `error`'s cause chain holds Spark's lost streaming shuffle connection (real-time mode)."""
+    return any(_SHUFFLE_LOST.match(str(cause)) for cause in causes(error))
+
+
 def unknown_schema_ids(error: object) -> set[int]:
     """The schema ids of the UNKNOWN_SCHEMA_ID errors in `error`'s cause chain (pyspark CapturedException:
     `getCondition()`, `getMessageParameters()`, the converted Java cause in `_cause`)."""
@@ -128,6 +142,8 @@ def supervise(queries: Sequence[Query], take_snapshot: Callable[[], SchemaSnapsh
                 ids = unknown_schema_ids(exc)
                 if not ids and SLOT_SHORTAGE in conditions(exc):
                     raise SlotShortage(str(q.name), exc)
+                if not ids and shuffle_lost(exc):
+                    raise SlotShortage(str(q.name), exc, "lost a streaming shuffle connection")
                 if not ids:
                     raise exc
                 log.warning("query %s met unknown schema ids %s: refreshing the registry snapshot", q.name, ids)

@@ -116,6 +116,31 @@ def test_a_query_short_of_task_slots_asks_for_a_restart_and_stops_the_others() -
         supervise(FakeQuery("aggregates_live", 0, error=worded))
 
 
+def test_a_lost_streaming_shuffle_connection_asks_for_a_restart() -> None:
+    """Seen in a loaded CI rehearsal: the `enriched` real-time query failed with Spark's lost shuffle connection,
+    which has no condition: recognised at the start of a message of the chain, as pyspark shows it."""
+    lost = FakeSparkError(None, None)
+    lost.args = ("org.apache.spark.SparkException: Connection to streaming shuffle writer 305 closed before "
+                 "termination; the writer task likely failed.",)
+    abort = FakeSparkError(None, None, lost)
+    abort.args = ("Job aborted due to stage failure: Task 0 in stage 146.0 failed 1 times, most recent failure: Lost "
+                  "task 0.0 in stage 146.0 (TID 308) (192.0.2.2 executor driver): org.apache.spark.SparkException: "
+                  "Connection to streaming shuffle writer 305 closed before termination; the writer task likely "
+                  "failed.",)
+    other = FakeQuery("aggregates_live", active_looks=5)
+    with pytest.raises(SlotShortage) as raised:
+        supervise(other, FakeQuery("enriched", 0, error=FakeSparkError("STREAM_FAILED", {"id": "q"}, abort)))
+    assert raised.value.query == "enriched" and "lost a streaming shuffle connection" in str(raised.value)
+    assert other.stopped
+    abort._cause = None  # the job abort alone (the Java cause not converted) is recognised as well
+    with pytest.raises(SlotShortage):
+        supervise(FakeQuery("enriched", 0, error=abort))
+    worded = FakeSparkError("STREAM_FAILED", {"message": "user text: Connection to streaming shuffle writer 1 "
+                                                         "closed before termination"})
+    with pytest.raises(FakeSparkError):  # the words inside another message: not this failure
+        supervise(FakeQuery("enriched", 0, error=worded))
+
+
 def test_refused_starts_wait_longer_each_time_in_a_row_then_give_up() -> None:
     """A schema change restarts the rule packs beside the built-in queries: refusals in a row wait 5, 10, 20, 30
     and 30 s (their slots free meanwhile), then the job fails; a start that ran past the window begins a new row."""
