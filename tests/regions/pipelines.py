@@ -1,6 +1,6 @@
 """Each region's Spark pipeline as the region fault suite sees it: started on the region's own stack.env, and what
 it counted for one run's producers, read back per event_id from its committed `events/` output (the deduplicated
-rows: docs/spark-pipeline.md, "Queries, sinks and output modes")."""
+rows: docs/spark-pipeline.md, "Queries, sinks and output modes"), and what its live aggregates count in all."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ import pyarrow.dataset as ds  # type: ignore[import-untyped]
 
 from common.envfile import read_env
 from stack.regions import RegionStack
+from stack.topics import AGGREGATES_TOPIC
+from tests.sdk_events import Decoder
+from tests.support.kafka import consume_all
 
 # The pipeline's Parquet queries commit every HEADWATER_FILE_TRIGGER (30 s by default): a wait for its output is at
 # least that long, plus the batch itself on a busy host.
@@ -99,3 +102,34 @@ def check_once(p: PipelineCount, acked: set[str]) -> str:
             f"/ counted twice {p.twice()} / missing {len(acked - counted)} / not acknowledged {len(counted - acked)}")
     assert counted == acked and p.twice() == 0, line
     return line
+
+
+# The tumbling granularities of the live aggregates (spark_pipeline/aggregate.py WINDOWS): each event is in exactly
+# one window of each, so their windows' `events` add up to the events counted. ("5m/1m" slides: five windows each.)
+TUMBLING = ("10s", "1m")
+
+
+def aggregate_totals(region: RegionStack) -> dict[str, int]:
+    """Per tumbling granularity, the events region `region`'s live aggregates count over every window: the last
+    record of each key of its `headwater.aggregates` (an upsert by key), decoded through its own registry."""
+    decode = Decoder(region.cfg.registry_url)
+    latest: dict[bytes, dict[str, object]] = {}
+    for msg in consume_all(region.cfg.bootstrap, AGGREGATES_TOPIC, "read_uncommitted", timeout_s=30):
+        if (value := msg.value()) is not None:
+            latest[msg.key() or b""] = decode(value)
+    totals = dict.fromkeys(TUMBLING, 0)
+    for row in latest.values():
+        if (granularity := row.get("granularity")) in totals and isinstance(events := row.get("events"), int):
+            totals[str(granularity)] += events
+    return totals
+
+
+def events_total(events_dir: Path) -> tuple[int, int]:
+    """(rows, distinct event ids) of every producer in a pipeline's committed `events/` output."""
+    files = committed_files(events_dir)
+    if not files:
+        return 0, 0
+    dataset = ds.dataset(files, format="parquet", partitioning=ds.partitioning(flavor="hive"),
+                         partition_base_dir=str(events_dir))
+    ids = dataset.to_table(columns=["event_id"]).column("event_id").to_pylist()
+    return len(ids), len(set(ids))

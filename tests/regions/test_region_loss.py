@@ -20,7 +20,15 @@ from stack.mirror import remote_topic
 from stack.regions import NAMES, Regions
 from stack.topics import EVENTS_TOPIC
 from tests.regions.chaos import FULL, PIPELINES, RATE, SCALE, ProcUsage, RegionView, load_average, report, wait_holding
-from tests.regions.pipelines import PipelineCount, check_once, start_pipeline, wait_counted
+from tests.regions.pipelines import (
+    WAIT_S,
+    PipelineCount,
+    aggregate_totals,
+    check_once,
+    events_total,
+    start_pipeline,
+    wait_counted,
+)
 from tests.regions.producers import SdkProducer, ready_sdk
 
 pytestmark = pytest.mark.integration
@@ -70,7 +78,8 @@ def _counted(profile: Regions, producers: list[SdkProducer]) -> list[PipelineCou
     return [PipelineCount.of(profile.stack(n), ids) for n in NAMES] if PIPELINES else []
 
 
-def _check_pipelines(pipelines: list[PipelineCount], acked: set[str], since: str, t0: float) -> float:
+def _check_pipelines(profile: Regions, pipelines: list[PipelineCount], acked: set[str], since: str,
+                     t0: float) -> float:
     """Until both pipelines have counted every acknowledged event; each exactly once, the same ids in both regions.
     Seconds from `t0` (monotonic, the moment `since` names) until they agreed."""
     wait_counted(pipelines, acked)
@@ -81,7 +90,30 @@ def _check_pipelines(pipelines: list[PipelineCount], acked: set[str], since: str
     report(f"pipelines agree: a counted {sum(a.counts.values())}, b {sum(b.counts.values())} events of the run, the "
            f"same ids in both; {took:.1f} s after {since}; load {load_average()}")
     assert a.counts == b.counts
+    _check_aggregates(profile, pipelines, t0, since)
     return took
+
+
+def _check_aggregates(profile: Regions, pipelines: list[PipelineCount], t0: float, since: str) -> None:
+    """Until each region's live aggregates (each tumbling granularity, summed over its windows) count exactly the
+    events its pipeline wrote (every producer's, each event once), and both regions' the same: nothing counted
+    twice or lost in either region's aggregates, the issue's check; fails with the last totals seen."""
+    last: dict[str, tuple[dict[str, int], tuple[int, int]]] = {}
+
+    def agree() -> bool:
+        for p in pipelines:
+            last[p.name] = (aggregate_totals(profile.stack(p.name)), events_total(p.events_dir))
+        rows = {rows for _, (rows, _) in last.values()}
+        return len(rows) == 1 and all(set(t.values()) == {e[0]} and e[0] == e[1] for t, e in last.values())
+
+    try:
+        _until("both regions' aggregates counting every event once", agree, WAIT_S)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; per region (aggregate totals, (events/ rows, distinct)): {last}") from None
+    totals, (rows, _) = last[pipelines[0].name]
+    report(f"aggregates agree: in each region the live aggregates count {rows} events in all at every tumbling "
+           f"granularity ({', '.join(f'{g} {n}' for g, n in totals.items())}), as many as its events/ output holds, "
+           f"each once; {time.monotonic() - t0:.1f} s after {since}; load {load_average()}")
 
 
 def _acknowledged(producers: list[SdkProducer]) -> set[str]:
@@ -185,7 +217,7 @@ def test_region_a_lost_failover_restart_failback(regions: tuple[Regions, dict[st
                f"clients closed")
         assert found == len(acked)
     if pipelines:
-        _check_pipelines(pipelines, acked, "the clients closed", t_closed)
+        _check_pipelines(profile, pipelines, acked, "the clients closed", t_closed)
 
 
 @pytest.mark.timeout(TIMEOUT_S)
@@ -222,4 +254,4 @@ def test_partition_then_heal_converges(regions: tuple[Regions, dict[str, str]], 
            f"({len(acked)} acknowledged) {took:.1f} s after MirrorMaker 2 was started again; duplicates a "
            f"{views['a'].duplicates()}, b {views['b'].duplicates()}; load {load_average()}")
     if pipelines:
-        _check_pipelines(pipelines, acked, "MirrorMaker 2 was started again (the heal)", t_heal)
+        _check_pipelines(profile, pipelines, acked, "MirrorMaker 2 was started again (the heal)", t_heal)
