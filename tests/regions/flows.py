@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import headwater
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from common.avro_frame import WriterSchemas
 from stack.regions import Regions
 from tests.support.kafka import end_offsets
+from tests.support.wait import wait_for
 
 EVENTS = 60
 
@@ -85,3 +87,24 @@ def rss_mb(pid: int | None) -> float:
         return 0.0
     kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
     return kb / 1024
+
+
+def translated_offsets(group: str, ends: dict[int, int], in_a: dict[str, Any], in_b: dict[str, Any]) -> dict[int, int]:
+    """Commit `group` at `ends` on a's `headwater.events` (`in_a`: a's client settings, bootstrap included), then
+    wait (60 s) until MirrorMaker 2 has written the group's translated offsets on `a.headwater.events` in b
+    (`in_b`); partition -> translated offset."""
+    consumer = Consumer({**in_a, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition("headwater.events", p, o) for p, o in ends.items()], asynchronous=False)
+    consumer.close()
+    admin = AdminClient(in_b)
+
+    def translated() -> dict[int, int]:
+        try:
+            result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+        except KafkaException:  # not there yet
+            return {}
+        return {tp.partition: tp.offset for tp in result.topic_partitions
+                if tp.topic == "a.headwater.events" and tp.offset >= 0}
+
+    got: dict[int, int] = wait_for(f"{group}'s offsets translated into b", translated, 60, interval_s=1.0)
+    return got

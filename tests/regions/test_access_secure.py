@@ -19,12 +19,9 @@ from typing import Any
 import headwater
 import pytest
 from confluent_kafka import (
-    Consumer,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     Producer,
-    TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
 
@@ -35,8 +32,8 @@ from common.registry_client import RegistryClient
 from stack.haproxy import HAProxy
 from stack.kafka_acls import MIRROR
 from stack.regions import Regions, RegionsConfig
+from tests.regions.flows import translated_offsets
 from tests.support.ports import free_port
-from tests.support.wait import wait_for
 
 # About 90 s on a quiet 2-core host; 210 s seen under another suite's load (the start alone: 53 s, then 162 s).
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
@@ -93,21 +90,8 @@ def test_offsets_are_translated_under_the_acls(secure: tuple[Regions, dict[str, 
     ends = topic_end_offsets(a.cfg.bootstrap, "headwater.events", security=KafkaSecurity.from_env(
         a.tools_env(), "LOADTEST"))
     assert sum(ends.values()) > 0, "nothing written in a to translate (the test above writes first)"
-    consumer = Consumer({"bootstrap.servers": a.cfg.bootstrap, **in_a, "group.id": group,
-                         "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition("headwater.events", p, o) for p, o in ends.items()], asynchronous=False)
-    consumer.close()
-    admin = AdminClient({"bootstrap.servers": b.cfg.bootstrap, **in_b})
-
-    def translated() -> dict[int, int]:
-        try:
-            result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
-        except KafkaException:  # not there yet
-            return {}
-        return {tp.partition: tp.offset for tp in result.topic_partitions
-                if tp.topic == "a.headwater.events" and tp.offset >= 0}
-
-    got = wait_for(f"{group}'s offsets translated into b", translated, 60, interval_s=1.0)
+    got = translated_offsets(group, ends, {"bootstrap.servers": a.cfg.bootstrap, **in_a},
+                             {"bootstrap.servers": b.cfg.bootstrap, **in_b})
     assert sum(got.values()) > 0
 
 

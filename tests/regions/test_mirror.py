@@ -9,14 +9,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from common.kafka_read import read_to_end
 from stack.regions import Regions
-from tests.regions.flows import mirror_once
+from tests.regions.flows import mirror_once, translated_offsets
 from tests.support.kafka import end_offsets
-from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -87,21 +86,8 @@ def test_a_consumer_groups_offsets_are_translated_into_the_other_region(
     mirror_once(profile, "a", "b", env["HEADWATER_WRITE_KEY"])  # records on both sides, whatever ran before
     group = f"regions-offsets-{uuid.uuid4().hex}"
     ends = end_offsets(a.bootstrap, "headwater.events")
-    consumer = Consumer({"bootstrap.servers": a.bootstrap, "group.id": group, "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition("headwater.events", p, o) for p, o in ends.items()], asynchronous=False)
-    consumer.close()
-    admin = AdminClient({"bootstrap.servers": b.bootstrap})
     remote_ends = end_offsets(b.bootstrap, "a.headwater.events")
-
-    def translated() -> dict[int, int]:
-        try:
-            result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
-        except KafkaException:  # not there yet
-            return {}
-        return {tp.partition: tp.offset for tp in result.topic_partitions
-                if tp.topic == "a.headwater.events" and tp.offset >= 0}
-
-    got = wait_for(f"{group}'s offsets translated into b", translated, 60, interval_s=1.0)
+    got = translated_offsets(group, ends, {"bootstrap.servers": a.bootstrap}, {"bootstrap.servers": b.bootstrap})
     print(f"\ngroup offsets in a {dict(sorted(ends.items()))} -> translated in b {dict(sorted(got.items()))}")
     assert sum(got.values()) > 0
     assert all(o <= remote_ends[p] for p, o in got.items())
