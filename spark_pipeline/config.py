@@ -58,6 +58,9 @@ class PipelineConfig:
     enriched_topic: str = "_headwater_enriched"
     enriched_partitions: int = 1
     realtime_batch: str = "5 minutes"
+    # The rules' packed real-time queries checkpoint more often: a pack restarts whenever a rule joins or leaves it
+    # and then runs its batch in progress again (every member re-sends it), so its batch bounds that replay.
+    rules_realtime_batch: str = "10 seconds"
     realtime_fetch_wait_ms: int = 100
     metrics_port: int = 9464  # 0: no /metrics endpoint
     # How the built-in live aggregates run: "microbatch" (over the events topic) or "realtime" (Spark's real-time
@@ -128,7 +131,8 @@ class PipelineConfig:
             loss_grace=_duration(env, "HEADWATER_LOSS_GRACE", lateness),
             enriched_topic=get("HEADWATER_ENRICHED_TOPIC", d.enriched_topic),
             enriched_partitions=_int(env, "HEADWATER_ENRICHED_PARTITIONS", d.enriched_partitions),
-            realtime_batch=_duration(env, "HEADWATER_REALTIME_BATCH", d.realtime_batch),
+            realtime_batch=_realtime_batch(env, "HEADWATER_REALTIME_BATCH", d.realtime_batch),
+            rules_realtime_batch=_realtime_batch(env, "HEADWATER_RULES_REALTIME_BATCH", d.rules_realtime_batch),
             realtime_fetch_wait_ms=_int(env, "HEADWATER_REALTIME_FETCH_WAIT_MS", d.realtime_fetch_wait_ms),
             metrics_port=_port(env, "HEADWATER_PIPELINE_METRICS_PORT", d.metrics_port),
             live_mode=_choice(env, "HEADWATER_LIVE_MODE", d.live_mode, LIVE_MODES),
@@ -194,6 +198,14 @@ def _duration(env: Mapping[str, str], name: str, default: str) -> str:
     value = env.get(name, "").strip() or default
     if not _DURATION.fullmatch(value):
         raise ConfigError(f"{name}={value!r}: expected '<n> seconds|minutes|hours'")
+    return value
+
+
+def _realtime_batch(env: Mapping[str, str], name: str, default: str) -> str:
+    """A real-time batch duration: Spark's real-time mode takes none under 5 seconds."""
+    value = _duration(env, name, default)
+    if duration_ms(value) < 5_000:
+        raise ConfigError(f"{name}={value!r}: a real-time batch is at least 5 seconds")
     return value
 
 

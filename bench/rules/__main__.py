@@ -1,7 +1,8 @@
 """Rules benchmark (not a test): what `make bench-rules` prints, in one run.
 
-    python -m bench.rules [--rate 1000] [--seconds 20] [--warmup 20] [--drain 10] [--many 20]
+    python -m bench.rules [--rate 1000] [--seconds 20] [--warmup 20] [--drain 10] [--many 20] [--settle 60]
         [--cost-events 30000] [--cost-rules 0,1,5,20,50] [--live-mode realtime] [--realtime-batch "5 minutes"]
+        [--rules-realtime-batch "10 seconds"]
         [--skip-latency] [--skip-cost] [--env-file PATH]
 
 Against the running stack (`make up`; endpoints from `.headwater/stack.env`), with the pipeline (`job.run`: the
@@ -48,6 +49,9 @@ def print_latency(result: dict[str, Any]) -> None:
     a = result["apply"]
     print(f"rules apply: {a['apply_s']} s; first output record {a['to_first_output_s']} s after the apply began "
           f"(goal <= 5 s); status running after {a['to_running_status_s']} s")
+    if a.get("next_rules_to_first_output_s"):
+        print(f"  the next rules (each applied after the previous was deleted): first output after "
+              f"{', '.join(f'{x} s' for x in a['next_rules_to_first_output_s'])}")
     print(f"created_at -> output record at {result['rate']} events/s, {result['seconds']:.0f} s windows "
           f"(p50 / p99 / missing of events expected; goal p99):")
     rows = [("1 rule", result["one_rule"]), (f"{result['many_rules']['rules']} rules", result["many_rules"])]
@@ -78,10 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=20.0)
     parser.add_argument("--drain", type=float, default=10.0, help="seconds after a window for its last outputs")
     parser.add_argument("--many", type=int, default=20)
+    parser.add_argument("--settle", type=float, default=60.0,
+                        help="seconds between the last of the --many rules' first outputs and their window")
     parser.add_argument("--cost-events", type=int, default=30_000)
     parser.add_argument("--cost-rules", default="0,1,5,20,50")
     parser.add_argument("--live-mode", default="realtime", choices=("realtime", "microbatch"))
-    parser.add_argument("--realtime-batch", default="5 minutes")
+    parser.add_argument("--realtime-batch", default="5 minutes", help="the built-in real-time queries' batch")
+    parser.add_argument("--rules-realtime-batch", default="10 seconds", help="the rules' packed queries' batch")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-cost", action="store_true")
     parser.add_argument("--env-file", type=Path, default=stack_env_file())
@@ -102,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     out: dict[str, Any] = {"bench": "rules", "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
                            "live_mode": args.live_mode, "realtime_batch": args.realtime_batch,
+                           "rules_realtime_batch": args.rules_realtime_batch, "settle_s": args.settle,
                            "master": spark.sparkContext.master}
 
     def config(events_topic: str) -> PipelineConfig:
@@ -109,14 +117,16 @@ def main(argv: list[str] | None = None) -> int:
             events_topic=events_topic, output_dir=tempfile.mkdtemp(prefix="bench-rules-"), starting_offsets="latest",
             registry_poll_s=3600, aggregates_topic=new_topic(base.bootstrap, "bench.rules.aggregates"),
             enriched_topic=new_topic(base.bootstrap, "bench.rules.enriched", 1), live_mode=args.live_mode,
-            realtime_batch=args.realtime_batch, lateness="2 minutes", metrics_port=0, rules_realtime=True)
+            realtime_batch=args.realtime_batch, rules_realtime_batch=args.rules_realtime_batch,
+            lateness="2 minutes", metrics_port=0, rules_realtime=True)
 
     try:
         if not args.skip_latency:
             pipeline = Running(spark, config(base.events_topic))
             try:
                 out["latency"] = latency.run(pipeline, env, store, rate=args.rate, seconds=args.seconds,
-                                             warmup=args.warmup, drain=args.drain, many=args.many)
+                                             warmup=args.warmup, drain=args.drain, many=args.many,
+                                             settle=args.settle)
             finally:
                 pipeline.stop()
             print_latency(out["latency"])

@@ -96,7 +96,8 @@ class SparkLauncher:
         self.registry = RegistryClient.of(cfg.registry_url, cfg.registry_access)
         self.placements: dict[str, Placement] = {}
         self._context: RealtimeContext | None = None
-        self.pack = Pack(REALTIME_QUERY, partial(self._start_pack, REALTIME_QUERY, REALTIME_CHECKPOINT))
+        self.pack = Pack(REALTIME_QUERY, partial(self._start_pack, REALTIME_QUERY, REALTIME_CHECKPOINT),
+                         reset=partial(self._drop_pack_checkpoint, REALTIME_CHECKPOINT))
         self.aggregate_packs: dict[str, Pack] = {}
 
     def context(self, snapshot: SchemaSnapshot) -> RealtimeContext:
@@ -211,7 +212,9 @@ class SparkLauncher:
         pack_id = member.plan.pack_id
         if pack_id not in self.aggregate_packs:
             name = f"{AGGREGATE_QUERY}.{pack_id}"
-            self.aggregate_packs[pack_id] = Pack(name, partial(self._start_pack, name, f"_aggregate_{pack_id}"))
+            folder = f"_aggregate_{pack_id}"
+            self.aggregate_packs[pack_id] = Pack(name, partial(self._start_pack, name, folder),
+                                                 reset=partial(self._drop_pack_checkpoint, folder))
             log.info("pack %s: aggregations %s", name, member.plan.signature)
         return self.aggregate_packs[pack_id]
 
@@ -223,9 +226,15 @@ class SparkLauncher:
         if removed := clear_interrupted_first_batch(self.spark, location):
             log.warning("pack %s: removed %s, left by its first batch's interrupted log write", name, removed)
         writer = (packed_writer(packed_records(ctx.base, members), self.cfg.spark_kafka()).queryName(name)
-                  .option("checkpointLocation", location).trigger(realTime=self.cfg.realtime_batch))  # type: ignore[call-overload]
+                  .option("checkpointLocation", location).trigger(realTime=self.cfg.rules_realtime_batch))  # type: ignore[call-overload]
         ctx.session.sparkContext.setLocalProperty("spark.scheduler.pool", POOL)
         return writer.start()
+
+    def _drop_pack_checkpoint(self, folder: str) -> None:
+        """Delete a packed query's checkpoint (its last rule left)."""
+        fs, path = hadoop_path(self.spark, join(rules_checkpoints(self.cfg), folder))
+        if fs.exists(path):
+            fs.delete(path, True)
 
     def close(self) -> None:
         """Stop the packed queries (the rules' checkpoints stay)."""

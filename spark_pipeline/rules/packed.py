@@ -96,9 +96,11 @@ class PackState:
 class Pack:
     """One packed query and its members; restarts it (in a thread of its own) when the members change."""
 
-    def __init__(self, name: str, start: Callable[[list[Member]], Any], debounce_s: float = 0.3) -> None:
+    def __init__(self, name: str, start: Callable[[list[Member]], Any], debounce_s: float = 0.3,
+                 reset: Callable[[], None] | None = None) -> None:
         self.name = name
         self._start = start  # members -> a started StreamingQuery
+        self._reset = reset  # forgets the query's checkpoint once its last member left
         self._debounce_s = debounce_s
         self._members: dict[str, Member] = {}
         self._lock = threading.RLock()
@@ -157,6 +159,15 @@ class Pack:
             _stop(old, self.name)
         stopped = time.monotonic()
         query, error = None, None
+        if not current and self._reset is not None:
+            # No rule left: what the checkpoint holds (offsets, the removed rules' state) serves no one, and a rule
+            # applied later must start from the configured offsets, not replay everything since this pack's last
+            # batch ended.
+            try:
+                self._reset()
+                log.info("pack %s: no rules left, its query stopped and its checkpoint removed", self.name)
+            except Exception as exc:
+                log.warning("pack %s: cannot remove its checkpoint: %s", self.name, exc)
         if current:
             try:
                 query = self._start(current)

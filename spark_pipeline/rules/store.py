@@ -167,7 +167,10 @@ class TopicFollower(Generic[T]):
         self.latest: dict[str, T] = {}
         self.skipped: dict[str, str] = {}
         self._consumer = Consumer({
+            # A fetch the broker holds for want of data delays the end-offset query of the next round behind it
+            # (a connection's requests are answered in order): held 50 ms at most, not librdkafka's 500.
             **kafka_read.consumer_config(bootstrap, group_id=f"headwater-rules-{uuid.uuid4().hex}"),
+            "fetch.wait.max.ms": 50,
             **(security or KafkaSecurity()).librdkafka()})
         self._position = kafka_read.OFFSET_BEGINNING  # then the offset after the last one read
 
@@ -181,6 +184,8 @@ class TopicFollower(Generic[T]):
     def read_to_end(self) -> dict[str, T | None]:
         high = self._high()
         changed: dict[str, T | None] = {}
+        if 0 <= self._position >= high:
+            return changed  # nothing new: no assignment, no fetch
         try:
             for msg in kafka_read.drain(self._consumer, self.topic, {0: self._position}, {0: high},
                                         timeout_s=self.timeout_s, stall_s=self.timeout_s):
@@ -188,6 +193,10 @@ class TopicFollower(Generic[T]):
                 self._apply(msg.key(), msg.value(), changed)
         except kafka_read.KafkaReadError as exc:
             raise StoreError(f"reading {self.topic}: {exc}") from None
+        finally:
+            # Assigned, the consumer keeps a fetch waiting at the broker (up to fetch.wait.max.ms, 500 ms), and the
+            # broker answers a connection's requests in order: the next round's end-offset query waited behind it.
+            self._consumer.unassign()
         # Read to `high`: the offsets left (transaction markers, compacted away) hold no record to read again.
         self._position = max(self._position, high)
         return changed

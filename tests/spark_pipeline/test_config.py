@@ -29,6 +29,9 @@ def test_defaults_and_stack_env_names(tmp_path: Path) -> None:
     assert PipelineConfig.from_env({"HEADWATER_LIVE_MODE": "RealTime"}).live_mode == "realtime"
     assert not PipelineConfig.from_env({}).rules_realtime
     assert PipelineConfig.from_env({"HEADWATER_RULES_REALTIME": "1"}).rules_realtime
+    assert (PipelineConfig.from_env({}).realtime_batch, PipelineConfig.from_env({}).rules_realtime_batch) == \
+        ("5 minutes", "10 seconds")
+    assert PipelineConfig.from_env({"HEADWATER_RULES_REALTIME_BATCH": "5 seconds"}).rules_realtime_batch == "5 seconds"
 
 
 @pytest.mark.parametrize(("root", "expected"), [
@@ -52,7 +55,10 @@ def test_local_output_roots_are_made_absolute(tmp_path: Path, monkeypatch: pytes
                                              ("HEADWATER_MAX_OFFSETS_PER_TRIGGER", "-3"),
                                              ("HEADWATER_NODE_INVENTORY", "/nonexistent.csv"),
                                              ("HEADWATER_LIVE_MODE", "continuous"),
-                                             ("HEADWATER_RULES_REALTIME", "maybe")])
+                                             ("HEADWATER_RULES_REALTIME", "maybe"),
+                                             ("HEADWATER_REALTIME_BATCH", "2 seconds"),
+                                             ("HEADWATER_RULES_REALTIME_BATCH", "4 seconds"),
+                                             ("HEADWATER_RULES_REALTIME_BATCH", "often")])
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         PipelineConfig.from_env({name: value})

@@ -135,6 +135,29 @@ def test_a_removed_rule_restarts_the_query_without_it(pack: Pack, starter: Start
     assert not starter.started[1].isActive and len(starter.started) == 2  # nothing left to run
 
 
+def test_a_pack_forgets_its_checkpoint_when_its_last_rule_leaves(starter: Starter) -> None:
+    """Its next rule then starts from the configured offsets instead of replaying every event since the last
+    batch end (hours of them, when the pack stood empty)."""
+    resets: list[bool] = []  # per reset: whether a query still ran then (it must be stopped first)
+    p = Pack("rules.realtime", starter, debounce_s=0.05, reset=lambda: resets.append(
+        any(q.isActive for q in starter.started)))
+    try:
+        a, b = p.add(member("a")), p.add(member("b"))
+        starter.wait(lambda: len(starter.started) == 1)
+        a.stop()
+        starter.wait(lambda: len(starter.started) == 2)
+        assert resets == []  # a rule left, another runs on from the checkpoint
+        b.stop()
+        wait_for("the checkpoint forgotten", lambda: resets == [False], 10, interval_s=0.01)
+        c = p.add(member("c"))
+        starter.wait(lambda: len(starter.started) == 3)
+        wait_for("the next rule running", lambda: c.lastProgress == {"batchId": 3}, 10, interval_s=0.01)
+        assert resets == [False]
+    finally:
+        p.close()
+    assert resets == [False]  # a shutdown keeps the checkpoint (the pipeline resumes from it)
+
+
 def test_a_failed_query_is_every_members_failure(pack: Pack, starter: Starter) -> None:
     a, b = pack.add(member("a")), pack.add(member("b"))
     starter.wait(lambda: len(starter.started) == 1)

@@ -44,6 +44,8 @@ class FakeConsumer:
     records: list[tuple[bytes | None, bytes | None]]
     refusals: int = 0  # NOT_LEADER_FOR_PARTITION answers before the broker has a leader
     read: int = 0
+    assigned: bool = False
+    assigns: int = 0
 
     def get_watermark_offsets(self, partition: Any, timeout: float, cached: bool = False) -> tuple[int, int]:
         if self.refusals:
@@ -53,6 +55,10 @@ class FakeConsumer:
 
     def assign(self, partitions: list[TopicPartition]) -> None:
         self.read = max(0, partitions[0].offset)
+        self.assigned, self.assigns = True, self.assigns + 1
+
+    def unassign(self) -> None:
+        self.assigned = False
 
     def consume(self, num_messages: int, timeout: float) -> list[Message]:
         got = [Message(*self.records[at], at) for at in range(self.read, len(self.records))][:num_messages]
@@ -95,6 +101,18 @@ def test_a_tombstone_clears_a_skipped_key_and_a_bad_value_hides_a_good_one() -> 
     consumer.records += [(b"BAD-KEY", None), (b"good", b"{broken")]
     changed = f.read_to_end()
     assert f.skipped == {"good": "rule: not JSON: JSONDecodeError"} and changed == {"good": None}
+
+
+def test_the_follower_leaves_no_fetch_waiting_between_rounds() -> None:
+    """An assigned consumer keeps a fetch waiting at the broker, and the next round's end-offset query waited
+    behind it (0.5 s per round of the rule manager): after a read nothing stays assigned, and a round with nothing
+    new assigns nothing."""
+    f = follower([(b"good", rule("good"))])
+    consumer: Any = f._consumer
+    assert set(f.read_to_end()) == {"good"} and not consumer.assigned and consumer.assigns == 1
+    assert f.read_to_end() == {} and consumer.assigns == 1
+    consumer.records.append((b"later", rule("later")))
+    assert set(f.read_to_end()) == {"later"} and not consumer.assigned and consumer.assigns == 2
 
 
 def test_statuses_are_validated_and_bounded() -> None:
