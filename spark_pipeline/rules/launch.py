@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -99,6 +100,7 @@ class SparkLauncher:
         self.pack = Pack(REALTIME_QUERY, partial(self._start_pack, REALTIME_QUERY, REALTIME_CHECKPOINT),
                          reset=partial(self._drop_pack_checkpoint, REALTIME_CHECKPOINT))
         self.aggregate_packs: dict[str, Pack] = {}
+        self._holding = False  # inside `holding()`: packs made now start held
 
     def context(self, snapshot: SchemaSnapshot) -> RealtimeContext:
         """The realtime views of `snapshot` (built once per snapshot: packed rules share its base)."""
@@ -213,8 +215,11 @@ class SparkLauncher:
         if pack_id not in self.aggregate_packs:
             name = f"{AGGREGATE_QUERY}.{pack_id}"
             folder = f"_aggregate_{pack_id}"
-            self.aggregate_packs[pack_id] = Pack(name, partial(self._start_pack, name, folder),
-                                                 reset=partial(self._drop_pack_checkpoint, folder))
+            pack = Pack(name, partial(self._start_pack, name, folder),
+                        reset=partial(self._drop_pack_checkpoint, folder))
+            if self._holding:
+                pack.hold()  # released with the others at the end of the hold
+            self.aggregate_packs[pack_id] = pack
             log.info("pack %s: aggregations %s", name, member.plan.signature)
         return self.aggregate_packs[pack_id]
 
@@ -229,6 +234,22 @@ class SparkLauncher:
                   .option("checkpointLocation", location).trigger(realTime=self.cfg.rules_realtime_batch))  # type: ignore[call-overload]
         ctx.session.sparkContext.setLocalProperty("spark.scheduler.pool", POOL)
         return writer.start()
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Each pack restarts once for the changes made inside (a manager's round), after it, not once per rule."""
+        if self._holding:  # already held by an outer round
+            yield
+            return
+        self._holding = True
+        for pack in [self.pack, *self.aggregate_packs.values()]:
+            pack.hold()
+        try:
+            yield
+        finally:
+            self._holding = False
+            for pack in [self.pack, *self.aggregate_packs.values()]:  # with those made inside, held at creation
+                pack.release()
 
     def _drop_pack_checkpoint(self, folder: str) -> None:
         """Delete a packed query's checkpoint (its last rule left)."""

@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -68,6 +69,9 @@ class Launcher(Protocol):
     def start(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> Started: ...
     def output_schema(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> StructType: ...
     def drop_checkpoints(self, name: str, keep: str | None = None) -> None: ...
+    def holding(self) -> AbstractContextManager[None]:
+        """Queries shared by several rules restart once for the changes made inside, at its end."""
+        ...
 
 
 class RuleSource(Protocol):
@@ -87,7 +91,7 @@ class StatusSink(Protocol):
 class Settings:
     """The manager's timings and limits (HEADWATER_RULE_* variables, docs/rules-runtime.md)."""
 
-    poll_s: float = 0.5  # how often the rules topic and the queries are looked at (a new rule waits half of it)
+    poll_s: float = 0.25  # how often the rules topic and the queries are looked at (a new rule waits half of it)
     status_s: float = 5.0  # statuses are written this often, and on every change
     registry_poll_s: float = 30.0
     backoff_s: float = 5.0  # first retry delay; doubles per failure in a row
@@ -194,11 +198,12 @@ class RuleManager:
                 self.rules[name] = rule
         if not self._recovered:
             self._recover()
-        self._reconcile()
-        unknown = self._watch()
-        if unknown is not None or self.clock() >= self._next_registry:
-            self._refresh(unknown or set())
-        self._retry()
+        with self.launcher.holding():  # a pack restarts once per round, with every change of the round
+            self._reconcile()
+            unknown = self._watch()
+            if unknown is not None or self.clock() >= self._next_registry:
+                self._refresh(unknown or set())
+            self._retry()
         self._record_running()
         self._report()
 

@@ -96,7 +96,7 @@ class PackState:
 class Pack:
     """One packed query and its members; restarts it (in a thread of its own) when the members change."""
 
-    def __init__(self, name: str, start: Callable[[list[Member]], Any], debounce_s: float = 0.3,
+    def __init__(self, name: str, start: Callable[[list[Member]], Any], debounce_s: float = 0.05,
                  reset: Callable[[], None] | None = None) -> None:
         self.name = name
         self._start = start  # members -> a started StreamingQuery
@@ -108,6 +108,7 @@ class Pack:
         self._running: dict[str, Member] = {}  # the members in `_query` (or whose start failed), by rule name
         self._error: object | None = None
         self._pending = False
+        self._holds = 0  # while above 0 (a rule manager's round), changes gather and the query is not restarted
         self._changed = threading.Event()
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"headwater-pack-{name}", daemon=True)
@@ -134,15 +135,33 @@ class Pack:
         self._pending = True
         self._changed.set()
 
+    def hold(self) -> None:
+        """Gather the changes that follow into one restart, made at the matching `release` (a manager's round
+        places its rules one after another, each taking a plan's time: without a hold, each would restart the
+        query, and every restart re-sends the batch in progress)."""
+        with self._lock:
+            self._holds += 1
+
+    def release(self) -> None:
+        with self._lock:  # a change made in the hold woke the loop already: it waits for this release
+            self._holds = max(0, self._holds - 1)
+
+    def _held(self) -> bool:
+        with self._lock:
+            return self._holds > 0
+
     # -- the query --------------------------------------------------------------------------------------------
     def _loop(self) -> None:
         while not self._closed.is_set():
             self._changed.wait()
             if self._closed.is_set():
                 return
-            while self._changed.is_set():  # gather the changes of one round into one restart
+            # Gather the changes of one round into one restart: those a hold covers, and those close together.
+            while (self._changed.is_set() or self._held()) and not self._closed.is_set():
                 self._changed.clear()
                 time.sleep(self._debounce_s)
+            if self._closed.is_set():
+                return
             try:
                 self._restart()
             except Exception:  # never let the thread die: the members report the error

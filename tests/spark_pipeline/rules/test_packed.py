@@ -135,6 +135,45 @@ def test_a_removed_rule_restarts_the_query_without_it(pack: Pack, starter: Start
     assert not starter.started[1].isActive and len(starter.started) == 2  # nothing left to run
 
 
+def test_a_held_pack_restarts_once_after_the_hold_for_every_change_made_in_it(pack: Pack, starter: Starter) -> None:
+    """A manager's round places its rules one after another (each a plan's time, longer than the debounce)."""
+    pack.hold()
+    views = []
+    for name in ("a", "b", "c"):
+        views.append(pack.add(member(name)))
+        time.sleep(0.15)  # three debounces
+    assert starter.started == [] and all(v.isActive for v in views)  # pending, starting
+    pack.release()
+    starter.wait(lambda: len(starter.started) == 1)
+    time.sleep(0.2)
+    assert len(starter.started) == 1 and starter.started[0].members == ["a", "b", "c"]
+    for _ in range(5):  # holds without a change (the manager's idle rounds) restart nothing
+        pack.hold()
+        time.sleep(0.06)
+        pack.release()
+    time.sleep(0.2)
+    assert len(starter.started) == 1
+
+
+def test_rounds_held_while_a_restart_runs_do_not_restart_it_again(starter: Starter) -> None:
+    def slow(members: list[Member]) -> FakeQuery:
+        time.sleep(0.3)  # a real start takes 0.2-0.8 s; the manager's rounds go on meanwhile
+        return starter(members)
+
+    p = Pack("rules.realtime", slow, debounce_s=0.02)
+    try:
+        p.add(member("a"))
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:  # idle rounds every 50 ms, during the start and after it
+            p.hold()
+            time.sleep(0.01)
+            p.release()
+            time.sleep(0.04)
+        assert len(starter.started) == 1
+    finally:
+        p.close()
+
+
 def test_a_pack_forgets_its_checkpoint_when_its_last_rule_leaves(starter: Starter) -> None:
     """Its next rule then starts from the configured offsets instead of replaying every event since the last
     batch end (hours of them, when the pack stood empty)."""

@@ -3,7 +3,8 @@ schema changes, statuses) with a fake launcher and fake queries; the real thing 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,8 @@ class FakeLauncher:
     refuse: set[str] = field(default_factory=set)
     schema: StructType = SCHEMA
     checkpoints: set[tuple[str, str]] = field(default_factory=set)
+    holds: int = 0
+    held_starts: list[int] = field(default_factory=list)  # how many queries had started at the end of each hold
 
     def start(self, rule: Rule, snapshot: SchemaSnapshot, rules: Mapping[str, Rule]) -> Started:
         if rule.name in self.refuse:
@@ -70,6 +73,15 @@ class FakeLauncher:
     def drop_checkpoints(self, name: str, keep: str | None = None) -> None:
         self.dropped.append((name, keep))
         self.checkpoints = {(n, v) for n, v in self.checkpoints if n != name or v == keep}
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Records which starts happened inside a hold (every start of a round should)."""
+        self.holds += 1
+        try:
+            yield
+        finally:
+            self.held_starts.append(len(self.started))
 
 
 @dataclass
@@ -141,6 +153,7 @@ def test_rules_start_report_running_and_stop_when_deleted() -> None:
     h.apply(rule("a"), rule("b"))
     h.tick()
     assert [q.name for q in h.launcher.started] == ["rule.a.v1", "rule.b.v1"]
+    assert h.launcher.held_starts == [2]  # both started in one hold: a pack they share restarts once, after it
     assert h.statuses.last("a").state == "starting"
     h.launcher.started[0].progress(0)
     h.tick()
