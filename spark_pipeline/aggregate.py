@@ -40,6 +40,10 @@ WINDOWS = (WindowSpec("10s", "10 seconds"), WindowSpec("1m", "1 minute"), Window
 GROUP_KEYS = ["event_type", "region"]
 # percentile_approx accuracy: 1/1000 relative rank error, a few KB of state per group.
 P95_ACCURACY = 1000
+# In real-time mode every event updates its windows' digests one by one (micro-batches merge a batch first): at
+# 1/1000 the p95 digests cost the live aggregates about half their CPU on a 2-core host (measured: a 30,000-event
+# burst in 15.5 s, 8.1 s at 1/100, 4.7 s without a p95), so the real-time live p95 is kept to 1/100 rank error.
+REALTIME_P95_ACCURACY = 100
 
 
 def with_watermark(df: DataFrame, lateness: str) -> DataFrame:
@@ -58,13 +62,13 @@ def deduplicate(df: DataFrame) -> DataFrame:
     return df.dropDuplicates(["event_id"])
 
 
-def _metrics() -> list[Column]:
+def _metrics(p95_accuracy: int) -> list[Column]:
     return [
         F.count(F.lit(1)).alias("events"),
         F.approx_count_distinct("user_id").alias("distinct_users"),
         F.sum("metric_value").alias("value_sum"),
         F.avg("metric_value").alias("value_avg"),
-        F.percentile_approx("metric_value", 0.95, P95_ACCURACY).alias("value_p95"),
+        F.percentile_approx("metric_value", 0.95, p95_accuracy).alias("value_p95"),
     ]
 
 
@@ -87,8 +91,10 @@ def window_instances(windows: tuple[WindowSpec, ...], time_col: str = "event_tim
     return F.array(*instances)
 
 
-def windowed_aggregates(df: DataFrame, windows: tuple[WindowSpec, ...] = WINDOWS) -> DataFrame:
-    """Counts by event type and region, distinct users, sum/avg/p95 of `metric_value`, for every window spec.
+def windowed_aggregates(df: DataFrame, windows: tuple[WindowSpec, ...] = WINDOWS,
+                        p95_accuracy: int = P95_ACCURACY) -> DataFrame:
+    """Counts by event type and region, distinct users, sum/avg/p95 of `metric_value` (`percentile_approx` at
+    `p95_accuracy`), for every window spec.
 
     Each row is exploded into the windows that contain it (tagged by `granularity`) and one aggregation
     covers them all, so a streaming job keeps one state store and reads its input once. Streaming:
@@ -101,7 +107,7 @@ def windowed_aggregates(df: DataFrame, windows: tuple[WindowSpec, ...] = WINDOWS
     flat = exploded.select(F.col("w.granularity").alias("granularity"), F.col("w.start").alias("window_start"),
                            F.col("w.end").alias("window_end", metadata=watermark), *GROUP_KEYS, "user_id",
                            "metric_value")
-    grouped = flat.groupBy("granularity", "window_start", "window_end", *GROUP_KEYS).agg(*_metrics())
+    grouped = flat.groupBy("granularity", "window_start", "window_end", *GROUP_KEYS).agg(*_metrics(p95_accuracy))
     # An event has one user at most, so a window's distinct users are never more than its events; HyperLogLog's
     # estimate can be (185 events showed 187 users), and the bound only removes error.
     users = F.least(F.col("distinct_users"), F.col("events")).alias("distinct_users")

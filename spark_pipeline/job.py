@@ -151,8 +151,8 @@ def start_queries(spark: SparkSession, cfg: PipelineConfig, snapshot: SchemaSnap
             return streams()[2]
         # Real-time mode: the windows over the shared enriched stream (decoded, deduplicated, enriched once).
         start = "latest" if cfg.starting_offsets == "latest" else "earliest"
-        return aggregate.windowed_aggregates(shared.without_repeats(shared.read_enriched(spark, cfg, start,
-                                                                                         realtime=True)))
+        enriched = shared.without_repeats(shared.read_enriched(spark, cfg, start, realtime=True))
+        return aggregate.windowed_aggregates(enriched, p95_accuracy=aggregate.REALTIME_P95_ACCURACY)
 
     def final() -> DataStreamWriter:
         return load.parquet_sink(streams()[2].withColumn("date", F.to_date("window_start")), out.aggregates_final,
