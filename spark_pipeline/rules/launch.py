@@ -98,7 +98,7 @@ class SparkLauncher:
         self.placements: dict[str, Placement] = {}
         self._context: RealtimeContext | None = None
         self.pack = Pack(REALTIME_QUERY, partial(self._start_pack, REALTIME_QUERY, REALTIME_CHECKPOINT),
-                         reset=partial(self._drop_pack_checkpoint, REALTIME_CHECKPOINT))
+                         reset=partial(self.drop_checkpoints, REALTIME_CHECKPOINT))
         self.aggregate_packs: dict[str, Pack] = {}
         self._holding = False  # inside `holding()`: packs made now start held
 
@@ -216,7 +216,7 @@ class SparkLauncher:
             name = f"{AGGREGATE_QUERY}.{pack_id}"
             folder = f"_aggregate_{pack_id}"
             pack = Pack(name, partial(self._start_pack, name, folder),
-                        reset=partial(self._drop_pack_checkpoint, folder))
+                        reset=partial(self.drop_checkpoints, folder))
             if self._holding:
                 pack.hold()  # released with the others at the end of the hold
             self.aggregate_packs[pack_id] = pack
@@ -251,12 +251,6 @@ class SparkLauncher:
             for pack in [self.pack, *self.aggregate_packs.values()]:  # with those made inside, held at creation
                 pack.release()
 
-    def _drop_pack_checkpoint(self, folder: str) -> None:
-        """Delete a packed query's checkpoint (its last rule left)."""
-        fs, path = hadoop_path(self.spark, join(rules_checkpoints(self.cfg), folder))
-        if fs.exists(path):
-            fs.delete(path, True)
-
     def close(self) -> None:
         """Stop the packed queries (the rules' checkpoints stay)."""
         for pack in [self.pack, *self.aggregate_packs.values()]:
@@ -270,7 +264,8 @@ class SparkLauncher:
         return any(s.getPath().getName() != rule.checkpoint_id for s in fs.listStatus(folder))
 
     def drop_checkpoints(self, name: str, keep: str | None = None) -> None:
-        """Delete the checkpoints of rule `name` (its whole folder, or every version but the `keep` checkpoint id)."""
+        """Delete the checkpoints of rule `name` (its whole folder, or every version but the `keep` checkpoint id),
+        or a packed query's folder (`_realtime`, `_aggregate_<id>`: its last rule left)."""
         fs, folder = hadoop_path(self.spark, join(rules_checkpoints(self.cfg), name))
         if not fs.exists(folder):
             return

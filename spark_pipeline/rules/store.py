@@ -184,8 +184,8 @@ class TopicFollower(Generic[T]):
     def read_to_end(self) -> dict[str, T | None]:
         high = self._high()
         changed: dict[str, T | None] = {}
-        if 0 <= self._position >= high:
-            return changed  # nothing new: no assignment, no fetch
+        if self._position != kafka_read.OFFSET_BEGINNING and self._position >= high:
+            return changed  # read before and nothing new: no assignment, no fetch
         try:
             for msg in kafka_read.drain(self._consumer, self.topic, {0: self._position}, {0: high},
                                         timeout_s=self.timeout_s, stall_s=self.timeout_s):
