@@ -93,14 +93,21 @@ def read_inventory(spark: SparkSession, location: str | None) -> DataFrame:
     """The node inventory (CSV: node_id, region, datacenter, service) as a small frame.
 
     A Hadoop URI (hdfs://, s3a://, file:) is read by Spark where the executors can reach it; a local path or the
-    packaged inventory (None) is read on the driver and shipped as data, so no executor needs the file.
+    packaged inventory (None) is read on the driver and shipped as data, so no executor needs the file. A node
+    listed twice keeps one row: the first of a local file, any of a URI's.
+
+    The local rows are one partition, deduplicated here: spread over the session's default parallelism and
+    deduplicated by Spark, building the broadcast took a job of 32 tasks (local[32]) as each query joining the
+    inventory started, and real-time mode's admission counts every task of a running stage as a held slot, so a
+    real-time query starting beside it was refused (CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT, 0 of 32 free).
     """
     schema = "node_id string, region string, datacenter string, service string"
     if location is not None and is_uri(location):
-        frame = spark.read.csv(location, header=True, schema=schema)
-    else:
-        frame = spark.createDataFrame(inventory_rows(location), schema)
-    return frame.dropDuplicates(["node_id"])
+        return spark.read.csv(location, header=True, schema=schema).dropDuplicates(["node_id"])
+    first: dict[str | None, tuple[str | None, ...]] = {}
+    for row in inventory_rows(location):
+        first.setdefault(row[0] if row else None, row)
+    return spark.createDataFrame(spark.sparkContext.parallelize(list(first.values()), 1), schema)
 
 
 def with_inventory(df: DataFrame, inventory: DataFrame) -> DataFrame:

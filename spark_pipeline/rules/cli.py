@@ -32,13 +32,13 @@ from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient, RegistryClientError
 from spark_pipeline import enrich
 from spark_pipeline.config import PipelineConfig
-from spark_pipeline.rules import model, output, store
+from spark_pipeline.rules import class_archive, model, output, store
 from spark_pipeline.rules.analyse import analyse, analysed
 from spark_pipeline.rules.display import printable
 from spark_pipeline.rules.functions import load_functions, register_functions
 from spark_pipeline.rules.model import MAX_RULES, Rule, RuleError, RuleStatus
 from spark_pipeline.rules.views import inventory_needed, named_in, pipeline_events, register_views
-from spark_pipeline.session import build_session
+from spark_pipeline.session import build_session, under_spark_submit
 from spark_pipeline.snapshot import take_snapshot
 
 REFUSED = 2
@@ -95,7 +95,8 @@ def read_sql(path: Path) -> str:
 
 # `rules apply` only plans: no Spark job runs, so its JVM starts light (one task slot, the client compiler, the
 # serial collector), which halved its start on a busy 2-core host. SPARK_MASTER still wins; under spark-submit, or
-# when this process already has a session (the benchmark's pipeline), nothing changes.
+# when this process already has a session (the benchmark's pipeline), nothing changes. It starts from the JDK class
+# archive of the runs before it (class_archive.py).
 PLAN_ONLY_MASTER = "local[1]"
 PLAN_ONLY_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto"
 
@@ -103,8 +104,9 @@ PLAN_ONLY_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto"
 def session(plan_only: bool = False) -> SparkSession:
     """The CLI's SparkSession; `plan_only` for a command that analyses but runs no job (`apply`)."""
     if plan_only and SparkSession.getActiveSession() is None:
+        options = PLAN_ONLY_JAVA_OPTIONS if under_spark_submit() else class_archive.java_options(PLAN_ONLY_JAVA_OPTIONS)
         spark = build_session("headwater-rules", master=os.environ.get("SPARK_MASTER") or PLAN_ONLY_MASTER,
-                              extra_conf={"spark.driver.extraJavaOptions": PLAN_ONLY_JAVA_OPTIONS})
+                              extra_conf={"spark.driver.extraJavaOptions": options})
     else:
         spark = build_session("headwater-rules")
     spark.sparkContext.setLogLevel("ERROR")

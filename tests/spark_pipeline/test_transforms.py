@@ -124,3 +124,15 @@ def test_an_inventory_given_as_a_hadoop_uri_is_read_by_spark(spark: SparkSession
     csv_file.write_text("node_id,region,datacenter,service\nn-1,eu,eu-1a,web\nn-1,eu,eu-1a,web\nn-2,us,us-1b,api\n")
     rows = enrich.read_inventory(spark, f"file://{csv_file}").orderBy("node_id").collect()
     assert [tuple(r) for r in rows] == [("n-1", "eu", "eu-1a", "web"), ("n-2", "us", "us-1b", "api")]
+
+
+def test_a_local_inventory_is_one_partition_with_the_first_row_of_each_node(spark: SparkSession,
+                                                                              tmp_path: Path) -> None:
+    # Spread over the default parallelism (32 slots) it took a 32-task job as each query started, and real-time
+    # mode's admission counted all 32 as held: a real-time query starting beside it was refused.
+    csv_file = tmp_path / "nodes.csv"
+    csv_file.write_text("node_id,region,datacenter,service\nn-1,eu,eu-1a,web\nn-2,us,us-1b,api\nn-1,ap,ap-1,x\n")
+    frame = enrich.read_inventory(spark, str(csv_file))
+    assert frame.rdd.getNumPartitions() == 1
+    assert [tuple(r) for r in frame.orderBy("node_id").collect()] == [("n-1", "eu", "eu-1a", "web"),
+                                                                      ("n-2", "us", "us-1b", "api")]
