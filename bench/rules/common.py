@@ -7,6 +7,8 @@ read back after a measurement, so the benchmark decodes nothing while the pipeli
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -22,9 +24,11 @@ from common.avro_frame import WriterSchemas
 from common.kafka_read import consumer_config, end_offsets, read_to_end
 from spark_pipeline import job
 from spark_pipeline.config import PipelineConfig
-from spark_pipeline.rules import cli, runtime
+from spark_pipeline.rules import class_archive, cli, runtime
 from spark_pipeline.rules.model import Rule
 from spark_pipeline.rules.store import RuleStore
+
+REPO = Path(__file__).resolve().parents[2]
 
 log = logging.getLogger("bench.rules")
 
@@ -62,6 +66,37 @@ def apply_rule(cfg: PipelineConfig, sql: str, name: str, store: RuleStore) -> Ru
     if cli.apply(cfg, path, name) != 0:
         raise RuntimeError(f"rules apply {name} failed")
     return store.latest_rules()[name]
+
+
+def apply_rule_cli(cfg: PipelineConfig, sql: str, name: str, store: RuleStore, env: dict[str, str]) -> Rule:
+    """`python -m spark_pipeline rules apply` as the operator runs it, a process of its own with its own JVM (the
+    JDK class archive of an earlier run, when there is one); the stored rule."""
+    path = Path(cfg.output_dir) / f"{name}.sql"
+    path.write_text(sql, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "spark_pipeline", "rules", "apply", str(path), "--name", name],
+                          check=False, cwd=REPO, env={**env, "PYTHONPATH": str(REPO)}, capture_output=True,
+                          text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"rules apply {name} failed ({done.returncode}): {done.stderr[-1000:]}")
+    return store.latest_rules()[name]
+
+
+def warm_cli(env: dict[str, str], folder: Path) -> float:
+    """One untimed `rules apply` process of a rule it refuses (nothing is stored), so that the JDK class archive
+    its JVM starts from is recorded before anything is measured (an operator's first apply records it); then wait
+    until that JVM, exiting after the command, has written it. The command's seconds."""
+    path = folder / "bench_warm.sql"
+    path.write_text("SELECT no_such_column FROM events\n", encoding="utf-8")
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "spark_pipeline", "rules", "apply", str(path), "--name",
+                           "bench_warm"], check=False, cwd=REPO, env={**env, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=300)
+    took = time.monotonic() - began
+    if done.returncode != 2:
+        raise RuntimeError(f"the warm-up rules apply should be refused, exit {done.returncode}: {done.stderr[-1000:]}")
+    wait("the JVM class archive", lambda: (class_archive.archive_path(cli.PLAN_ONLY_JAVA_OPTIONS, env) is None
+                                          or class_archive.recorded(cli.PLAN_ONLY_JAVA_OPTIONS, env)), 120)
+    return took
 
 
 class Running:

@@ -22,7 +22,7 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
-from bench.rules.common import Running, apply_rule, log, records, wait
+from bench.rules.common import Running, apply_rule, apply_rule_cli, log, records, wait
 from bench.spark.generate import generate
 from bench.spark.latency import regions
 from common.avro_frame import WriterSchemas
@@ -163,9 +163,12 @@ class Phase:
     def cfg(self) -> PipelineConfig:
         return self.pipeline.cfg
 
-    def apply(self, kind: str) -> Rule:
+    def apply(self, kind: str, env: dict[str, str] | None = None) -> Rule:
+        """Apply a rule of `kind` in this process (its warm JVM), or with `env` as `rules apply`'s own process."""
         name = f"bench_{kind}_{uuid.uuid4().hex[:6]}"
-        rule = apply_rule(self.cfg, kind_sql(kind, self.sender.producers), name, self.store)
+        sql = kind_sql(kind, self.sender.producers)
+        rule = (apply_rule(self.cfg, sql, name, self.store) if env is None
+                else apply_rule_cli(self.cfg, sql, name, self.store, env))
         self.rules[name] = (kind, rule)
         return rule
 
@@ -254,7 +257,7 @@ def run(pipeline: Running, env: dict[str, str], store: RuleStore, *, rate: int, 
     try:
         time.sleep(warmup)
         t0 = time.time()
-        rule = phase.apply("routing")
+        rule = phase.apply("routing", env)  # as the operator does: `rules apply`, a process with its own JVM
         applied = time.time()
         first = phase.first_output(rule)
         wait("status running", lambda: (s := store.statuses().get(rule.name)) is not None and s.state == "running",
@@ -268,7 +271,7 @@ def run(pipeline: Running, env: dict[str, str], store: RuleStore, *, rate: int, 
             if kind != "routing":
                 phase.delete_all()
                 t1 = time.time()
-                later.append(round(phase.first_output(phase.apply(kind)) / 1000 - t1, 2))
+                later.append(round(phase.first_output(phase.apply(kind, env)) / 1000 - t1, 2))
             one[kind] = phase.measure(seconds)
         result["apply"]["next_rules_to_first_output_s"] = later
         result["one_rule"] = {k: v[k] for k, v in one.items()}  # each kind measured alone

@@ -84,19 +84,34 @@ def promote_parts(folder: Path, final: Path) -> None:
             log.debug("class archive part %s: %s", part, exc)
 
 
-def java_options(base_options: str, env: Mapping[str, str] | None = None) -> str:
-    """`base_options` plus the archive's: use the recorded archive, or record one when this JVM exits."""
+def archive_path(base_options: str, env: Mapping[str, str] | None = None) -> Path | None:
+    """Where the archive of a JVM started with `base_options` is (or will be); None: no archive."""
     env = os.environ if env is None else env
     if env.get("HEADWATER_CLASS_ARCHIVE", "1").strip().lower() in ("0", "false", "no"):
-        return base_options
+        return None
     java = java_binary(env)
     if java is None:
-        return base_options
+        return None
     folder = cache_dir(env)
     if any(c.isspace() or c in "\"'" for c in str(folder)):  # Spark splits the options at spaces
         log.debug("no JVM class archive: the cache folder %s has spaces or quotes", folder)
+        return None
+    return folder / f"rules-cli-{archive_key(java, base_options)}.jsa"
+
+
+def recorded(base_options: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether the archive for `base_options` is written (promoted or not yet)."""
+    final = archive_path(base_options, env)
+    return final is not None and (final.exists() or any(complete(p) for p in
+                                                        final.parent.glob(f"{final.stem}.*{PART_SUFFIX}")))
+
+
+def java_options(base_options: str, env: Mapping[str, str] | None = None) -> str:
+    """`base_options` plus the archive's: use the recorded archive, or record one when this JVM exits."""
+    final = archive_path(base_options, env)
+    if final is None:
         return base_options
-    final = folder / f"rules-cli-{archive_key(java, base_options)}.jsa"
+    folder = final.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
         promote_parts(folder, final)
