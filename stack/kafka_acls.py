@@ -36,6 +36,8 @@ class Names:
     schemas_topic: str = "_schemas"
     rules_topic: str = "_headwater_rules"
     status_topic: str = "_headwater_rules_status"
+    checks_topic: str = "_headwater_rules_checks"  # `rules apply` asks the running pipeline to analyse a rule
+    checked_topic: str = "_headwater_rules_checked"  # the pipeline's answers and heartbeats
     rule_output_prefix: str = "headwater.rule."
     enriched_topic: str = "_headwater_enriched"  # the pipeline's decoded, deduplicated, enriched events
 
@@ -86,6 +88,8 @@ def grants(n: Names = Names()) -> dict[str, tuple[Grant, ...]]:
             _topic(n.aggregates_topic, "write", "describe"),
             _topic(n.rules_topic, "read", "create", "describe"),  # create: whoever comes first makes both topics
             _topic(n.status_topic, "read", "write", "create", "describe"),
+            _topic(n.checks_topic, "read", "create", "describe"),
+            _topic(n.checked_topic, "write", "create", "describe"),
             _topic(n.rule_output_prefix, "read", "write", "create", "describe", prefixed=True),
             _topic(n.enriched_topic, "read", "write", "create", "describe"),
             _group("headwater-rules-"), spark_groups, reader,
@@ -93,6 +97,8 @@ def grants(n: Names = Names()) -> dict[str, tuple[Grant, ...]]:
         "rules": (  # rule administration: the only writer of the rules topic; reads what a rule is checked on
             _topic(n.rules_topic, "read", "write", "create", "describe"),
             _topic(n.status_topic, "read", "create", "describe"),
+            _topic(n.checks_topic, "write", "create", "describe"),
+            _topic(n.checked_topic, "read", "create", "describe"),
             _topic(n.events_topic, "read", "describe", prefixed=True),
             _topic(n.rule_output_prefix, "read", "create", "describe", prefixed=True),
             _group("headwater-rules-"), spark_groups, reader,

@@ -19,8 +19,11 @@ if TYPE_CHECKING:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Seconds per test folder at the end of every run (tests/support/times.py)."""
+    """Seconds per test folder at the end of every run (tests/support/times.py). The pipelines the tests start do
+    not answer `rules apply`'s analysis requests (spark_pipeline/rules/checks.py) unless a test turns that on: a
+    test's pipeline stopping just before another test applies a rule would make that wait for a reply."""
     times.register(config)
+    os.environ.setdefault("HEADWATER_RULES_CHECKS", "0")
 
 
 @pytest.fixture(scope="session")

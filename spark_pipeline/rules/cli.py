@@ -21,6 +21,7 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,14 +31,12 @@ from pyspark.sql.types import StructType
 
 from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient, RegistryClientError
-from spark_pipeline import enrich
 from spark_pipeline.config import PipelineConfig
-from spark_pipeline.rules import class_archive, model, output, store
+from spark_pipeline.rules import checks, class_archive, model, output, store
 from spark_pipeline.rules.analyse import analyse, analysed
 from spark_pipeline.rules.display import printable
 from spark_pipeline.rules.functions import load_functions, register_functions
 from spark_pipeline.rules.model import MAX_RULES, Rule, RuleError, RuleStatus
-from spark_pipeline.rules.views import inventory_needed, named_in, pipeline_events, register_views
 from spark_pipeline.session import build_session, under_spark_submit
 from spark_pipeline.snapshot import take_snapshot
 
@@ -52,6 +51,8 @@ def add_commands(rules: argparse.ArgumentParser) -> None:
     apply = sub.add_parser("apply", help="analyse a rule, register its output schema and store it")
     apply.add_argument("file", type=Path, help="a file holding one SQL SELECT")
     apply.add_argument("--name", help="the rule's name (default: the file name without .sql)")
+    apply.add_argument("--analyse-here", action="store_true",
+                       help="analyse in this process's own JVM, not in the running pipeline's")
     sub.add_parser("list", help="every rule with its state, and the installed SQL functions")
     show = sub.add_parser("show", help="one rule: SQL, version, output topic, subject and schema, status")
     show.add_argument("name")
@@ -73,10 +74,13 @@ def run(args: argparse.Namespace, cfg: PipelineConfig) -> int:
         if args.rules_command == "delete":
             return delete(cfg, args.name)
         if args.rules_command == "apply":
-            return apply(cfg, args.file, args.name)
+            return apply(cfg, args.file, args.name, remote=not args.analyse_here)
         return test(cfg, args.file, args.minutes, args.rows)
     except RuleError as exc:
         print(exc.describe(), file=sys.stderr)
+        return REFUSED
+    except SettingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return REFUSED
     except (store.StoreError, RegistryClientError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -117,6 +121,16 @@ def live_views(spark: SparkSession, cfg: PipelineConfig, rules: dict[str, Rule],
                since_ms: int | None = None, sql: str | None = None) -> None:
     """Register the functions and the views (streaming, or a batch from `since_ms`) in `spark`: with `sql`, only
     those it can name (views.named_in: the rule analyses the same, and the views it cannot read cost nothing)."""
+    # The views' modules (pandas UDFs among them) load here, not with the command: `rules apply` answered by the
+    # running pipeline (checks.py) never needs them, and importing them took 0.3 s of its CPU.
+    from spark_pipeline import enrich  # noqa: PLC0415
+    from spark_pipeline.rules.views import (  # noqa: PLC0415
+        inventory_needed,
+        named_in,
+        pipeline_events,
+        register_views,
+    )
+
     registry = RegistryClient.of(cfg.registry_url, cfg.registry_access)
     snapshot = take_snapshot(registry, cfg.subject_prefix)
     inventory = enrich.read_inventory(spark, cfg.nodes_file) if inventory_needed(cfg, streaming=streaming) else None
@@ -150,7 +164,47 @@ def applied_by(security: KafkaSecurity) -> str:
     return who[: model.MAX_APPLIED_BY_CHARS]
 
 
-def apply(cfg: PipelineConfig, path: Path, name: str | None) -> int:
+class SettingError(ValueError):
+    """A setting of the environment is out of its range (exit 2, nothing done)."""
+
+
+def check_wait_s(env: Mapping[str, str]) -> float:
+    """HEADWATER_RULES_CHECK_WAIT_S: how long `apply` waits for the running pipeline's analysis (0.5-600 s)."""
+    raw = env.get("HEADWATER_RULES_CHECK_WAIT_S", "").strip()
+    try:
+        value = float(raw) if raw else checks.DEFAULT_WAIT_S
+    except ValueError:
+        value = -1.0
+    if not 0.5 <= value <= 600:
+        raise SettingError(f"HEADWATER_RULES_CHECK_WAIT_S={raw!r}: seconds from 0.5 to 600")
+    return value
+
+
+def analysed_remotely(cfg: PipelineConfig, name: str, sql: str) -> checks.Checked | None:
+    """The running pipeline's analysis (checks.py); None: none answered. RuleError: it refused the rule."""
+    began = time.monotonic()
+    answer = checks.ask(cfg.bootstrap, name, sql, cfg.kafka_security, check_wait_s(os.environ))
+    if isinstance(answer, RuleError):
+        raise answer
+    if answer is not None:
+        log.info("rule %s analysed by the running pipeline in %.2f s", name, time.monotonic() - began)
+    return answer
+
+
+def analysed_here(cfg: PipelineConfig, name: str, sql: str, rules: dict[str, Rule]) -> checks.Checked:
+    """The analysis in this process's own Spark session (its JVM started from the class archive)."""
+    began = time.monotonic()
+    spark = session(plan_only=True)
+    started = time.monotonic()
+    live_views(spark, cfg, {n: r for n, r in rules.items() if n != name}, sql=sql)
+    built = time.monotonic()
+    analysis = analyse(spark, sql)
+    log.debug("apply %s: Spark session %.2f s, views %.2f s, the gate and analysis %.2f s", name,
+              started - began, built - started, time.monotonic() - built)
+    return checks.Checked(analysis.schema, analysis.key_columns, analysis.aggregation, analysis.output_mode)
+
+
+def apply(cfg: PipelineConfig, path: Path, name: str | None, remote: bool = True) -> int:
     sql = read_sql(path)
     name = model.check_name(name or path.stem)
     rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
@@ -164,15 +218,9 @@ def apply(cfg: PipelineConfig, path: Path, name: str | None) -> int:
             print(f"rule {name} unchanged: version {previous.version} stays")
             return 0
         model.check_acyclic(name, sql, rules)
-        began = time.monotonic()
-        spark = session(plan_only=True)
-        started = time.monotonic()
-        live_views(spark, cfg, {n: r for n, r in rules.items() if n != name}, sql=sql)
-        built = time.monotonic()
-        analysis = analyse(spark, sql)
-        analysed_at = time.monotonic()
-        log.debug("apply %s: Spark session %.2f s, views %.2f s, the gate and analysis %.2f s", name,
-                  started - began, built - started, analysed_at - built)
+        analysis = analysed_remotely(cfg, name, sql) if remote else None
+        if analysis is None:
+            analysis = analysed_here(cfg, name, sql, rules)
         check_output(name, analysis.schema)
         try:
             schema_id = output.register_output(RegistryClient.of(cfg.registry_url, cfg.registry_access), name,

@@ -23,6 +23,9 @@ from common.registry_client import RegistryClient
 from spark_pipeline import metrics
 from spark_pipeline.config import PipelineConfig
 from spark_pipeline.metrics import RuleFigures
+from spark_pipeline.rules import model
+from spark_pipeline.rules.analyse import analyse
+from spark_pipeline.rules.checks import Analyser, Checked, CheckService
 from spark_pipeline.rules.journal import CheckpointJournal
 from spark_pipeline.rules.launch import SparkLauncher, rules_checkpoints
 from spark_pipeline.rules.manager import RuleManager, Settings
@@ -92,6 +95,7 @@ class PipelineRules(RuleManager):
     """The rule manager with the Spark launcher it owns: stopping it also stops the packed real-time query."""
 
     spark_launcher: SparkLauncher
+    checks: CheckService | None = None  # answers `rules apply`'s analysis requests (checks.py)
     _prepared: object = None  # the snapshot the launcher last prepared the realtime views of
 
     def tick(self) -> None:
@@ -107,6 +111,8 @@ class PipelineRules(RuleManager):
 
     def stop(self, timeout_s: float = 120.0) -> None:
         try:
+            if self.checks is not None:
+                self.checks.stop()
             super().stop(timeout_s)
         finally:
             self.spark_launcher.close()
@@ -147,7 +153,30 @@ def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, st
                             journal=CheckpointJournal(spark, rules_checkpoints(cfg)))
     manager.spark_launcher = launcher
     log.info("rule manager: following %s (new rules start from the %s offsets)", RULES_TOPIC, offsets)
+    if env.get("HEADWATER_RULES_CHECKS", "1").strip().lower() not in ("0", "false", "no"):
+        try:
+            service = CheckService(cfg.bootstrap, check_analyser(spark, cfg, store), security=cfg.kafka_security)
+            service.start()
+            manager.checks = service
+        except Exception as exc:  # `rules apply` then analyses in its own JVM, as without the service
+            log.warning("rule checks are not answered here: %s", str(exc).strip()[:300])
     return manager.start()
+
+
+def check_analyser(spark: SparkSession, cfg: PipelineConfig, store: RuleStore) -> Analyser:
+    """(name, sql) -> the analysis `rules apply` would make itself: the same live views (`cli.live_views`) over the
+    registry's and the rules topic's current contents, in a session of its own; RuleError when refused."""
+    from spark_pipeline.rules.cli import live_views  # noqa: PLC0415 - the command's module, only needed here
+
+    def analyser(name: str, sql: str) -> Checked:
+        session = spark.newSession()
+        rules = store.latest_rules()  # a reader of its own per call
+        model.check_acyclic(name, sql, rules)
+        live_views(session, cfg, {n: r for n, r in rules.items() if n != name}, sql=sql)
+        a = analyse(session, sql)
+        return Checked(a.schema, a.key_columns, a.aggregation, a.output_mode)
+
+    return analyser
 
 
 # pyspark names the loggers its exceptions log through with a process-wide logging.setLoggerClass swap that is not

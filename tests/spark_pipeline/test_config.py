@@ -9,7 +9,8 @@ from typing import Any
 import fastavro
 import pytest
 
-from spark_pipeline import extract, packaged
+from spark_pipeline import __main__ as command
+from spark_pipeline import extract, job, packaged
 from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
 from spark_pipeline.enrich import InventoryError, inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
@@ -135,3 +136,7 @@ def test_an_inventory_with_another_header_is_refused(tmp_path: Path) -> None:
 def test_the_scheduler_pools_are_a_local_file_the_jvm_can_open() -> None:
     path = packaged.local_file(packaged.FAIR_SCHEDULER)
     assert path.is_file() and "<allocations>" in path.read_text()
+
+
+def test_the_command_offers_the_job_s_query_groups() -> None:
+    assert sorted(command.QUERY_GROUPS) == sorted(job.QUERY_GROUPS)
