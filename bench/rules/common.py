@@ -78,6 +78,8 @@ def apply_rule_cli(cfg: PipelineConfig, sql: str, name: str, store: RuleStore, e
                           text=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"rules apply {name} failed ({done.returncode}): {done.stderr[-1000:]}")
+    log.info("rules apply %s: analysed by %s", name, "the running pipeline"
+             if "analysed by the running pipeline" in done.stderr else "the command's own JVM")
     return store.latest_rules()[name]
 
 
