@@ -52,6 +52,7 @@ ALIVE_S = 15.0  # a heartbeat younger than this: a pipeline is answering
 REQUEST_MAX_AGE_S = 60.0  # older requests are skipped (the command gave up on them)
 MAX_REQUEST_BYTES = model.MAX_SQL_BYTES + 4096
 DEFAULT_WAIT_S = 30.0
+WARM_UP = ("headwater_warm_up", "SELECT event_id, event_type FROM events WHERE event_type = 'page_view'")
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,12 @@ class CheckService:
         self._next_heartbeat = time.monotonic() + HEARTBEAT_S
 
     def _run(self) -> None:
+        # One analysis before the first request: the first in a JVM builds the views' plans cold (1.2 s on a loaded
+        # 2-core host, against 0.4-0.6 s after).
+        try:
+            self._analyser(WARM_UP[0], WARM_UP[1])
+        except Exception as exc:
+            log.debug("rule checks: the warm-up analysis failed: %s", exc)
         while not self._stop.is_set():
             try:
                 if time.monotonic() >= self._next_heartbeat:
