@@ -98,12 +98,15 @@ def build_session(app_name: str, master: str | None = None, shuffle_partitions: 
 # Spark logs a failing task's exception with its stack trace at each step it passes (the task, the write, the task
 # set, the query): pages per failure, and a new schema version fails every query on purpose. The pipeline says each
 # query failure in one line instead (the supervisor, the rule manager); HEADWATER_SPARK_TRACES=1 keeps Spark's.
+# ErrorNotifier is real-time mode's: it logged "A fatal error has occurred" with a trace each time a rule pack was
+# stopped on purpose (its streaming shuffle connection closing), and the failure reaches the query anyway.
 TASK_FAILURE_LOGGERS = (
     "org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.util.Utils",
     "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
     "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
     "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
     "org.apache.spark.sql.execution.streaming.runtime.AsyncProgressTrackingMicroBatchExecution",
+    "org.apache.spark.util.ErrorNotifier",
 )
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from spark_pipeline.job import FILE_QUERIES, LIVE_QUERIES, query_settings
-from spark_pipeline.session import FILESYSTEM_CHECKPOINT_MANAGER, NO_DATA_BATCHES, query_conf
+from spark_pipeline.session import FILESYSTEM_CHECKPOINT_MANAGER, NO_DATA_BATCHES, TASK_FAILURE_LOGGERS, query_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,3 +60,11 @@ def test_query_conf_gives_only_the_query_started_inside_it_the_settings(spark: S
 @pytest.mark.spark
 def test_checkpoints_are_written_without_filecontext(spark: SparkSession) -> None:
     assert spark.conf.get("spark.sql.streaming.checkpointFileManagerClass") == FILESYSTEM_CHECKPOINT_MANAGER
+
+
+@pytest.mark.spark
+def test_the_loggers_that_repeat_task_failures_log_only_fatal(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    for name in TASK_FAILURE_LOGGERS:  # real-time mode's ErrorNotifier among them (session.py)
+        assert str(jvm.org.apache.logging.log4j.LogManager.getLogger(name).getLevel()) == "FATAL", name
