@@ -66,6 +66,11 @@ def print_latency(result: dict[str, Any]) -> None:
             print(f"  {label:>9} {kind:<22} p50 {_ms(f['p50_ms']):>7} ms  p99 {_ms(f['p99_ms']):>7} ms  "
                   f"missing {f['missing']}/{f['events']}  (goal p99 <= {GOALS_MS[kind]:,} ms)")
     print(f"  tiers of the {result['many_rules']['rules']} rules: {', '.join(result['tiers'])}")
+    ended = [label for label, f in rows if f.get("builtin_batch_ended_in_window")]
+    ended += [f"1 rule ({kind})" for kind, w in result.get("one_rule_windows", {}).items()
+              if w.get("builtin_batch_ended_in_window")]
+    print("  a built-in real-time batch ended inside: " + (", ".join(ended) or "no window")
+          + " (the built-in queries pause a moment at each batch end; the rules read what `enriched` writes)")
 
 
 def print_cost(rows: list[dict[str, Any]]) -> None:
