@@ -111,6 +111,8 @@ class PipelineConfig:
 
         lateness = _duration(env, "HEADWATER_LATENESS", d.lateness)
         events_topic = get("EVENTS_TOPIC", d.events_topic)
+        for name in ("HEADWATER_RULES", "HEADWATER_RULES_CHECKS", "HEADWATER_CLASS_ARCHIVE"):
+            switch(env, name, True)  # read where they act (rules/runtime.py, class_archive.py); a typo fails here
         cfg = cls(
             bootstrap=get("KAFKA_BOOTSTRAP", d.bootstrap),
             registry_url=get("REGISTRY_URL", d.registry_url).rstrip("/"),
@@ -126,7 +128,7 @@ class PipelineConfig:
             live_trigger=_duration(env, "HEADWATER_LIVE_TRIGGER", d.live_trigger),
             file_trigger=_duration(env, "HEADWATER_FILE_TRIGGER", d.file_trigger),
             registry_poll_s=float(_int(env, "HEADWATER_REGISTRY_POLL_S", int(d.registry_poll_s))),
-            console=get("HEADWATER_CONSOLE", "0") in ("1", "true", "yes"),
+            console=switch(env, "HEADWATER_CONSOLE", False),
             starting_offsets=get("HEADWATER_STARTING_OFFSETS", d.starting_offsets),
             loss_grace=_duration(env, "HEADWATER_LOSS_GRACE", lateness),
             enriched_topic=get("HEADWATER_ENRICHED_TOPIC", d.enriched_topic),
@@ -136,7 +138,7 @@ class PipelineConfig:
             realtime_fetch_wait_ms=_int(env, "HEADWATER_REALTIME_FETCH_WAIT_MS", d.realtime_fetch_wait_ms),
             metrics_port=_port(env, "HEADWATER_PIPELINE_METRICS_PORT", d.metrics_port),
             live_mode=_choice(env, "HEADWATER_LIVE_MODE", d.live_mode, LIVE_MODES),
-            rules_realtime=_choice(env, "HEADWATER_RULES_REALTIME", "0", _SWITCH) in ("1", "true", "yes", "on"),
+            rules_realtime=switch(env, "HEADWATER_RULES_REALTIME", False),
             kafka_security=security,
             registry_access=access,
         )
@@ -219,6 +221,17 @@ def duration_ms(value: str) -> int:
 
 LIVE_MODES = ("microbatch", "realtime")
 _SWITCH = ("1", "0", "true", "false", "yes", "no", "on", "off")
+
+
+def switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """An on/off setting: 1/true/yes/on or 0/false/no/off (any case), `default` when unset or empty;
+    ConfigError for anything else (a typo never silently leaves a feature on or off)."""
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in _SWITCH:
+        raise ConfigError(f"{name}={raw!r}: expected one of {', '.join(_SWITCH)}")
+    return raw in ("1", "true", "yes", "on")
 
 
 def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:

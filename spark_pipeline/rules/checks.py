@@ -33,19 +33,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from pyspark.sql.types import StructType
 
 from common.kafka_security import KafkaSecurity
 from spark_pipeline.rules import model
-from spark_pipeline.rules.model import RuleError
-from spark_pipeline.rules.store import StoreError, _client, _cluster, wait_for_leaders
+from spark_pipeline.rules.model import CHECKED_TOPIC, CHECKS_TOPIC, RuleError
+from spark_pipeline.rules.store import StoreError, Topics, TopicSpec, _client
 
 log = logging.getLogger("spark_pipeline.rules")
-CHECKS_TOPIC = "_headwater_rules_checks"
-CHECKED_TOPIC = "_headwater_rules_checked"
-TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": str(3_600_000)}
+CHECK_TOPICS = {t: TopicSpec(1, {"cleanup.policy": "delete", "retention.ms": str(3_600_000)})
+                for t in (CHECKS_TOPIC, CHECKED_TOPIC)}
 HEARTBEAT_KEY = "_heartbeat"
 HEARTBEAT_S = 5.0
 ALIVE_S = 15.0  # a heartbeat younger than this: a pipeline is answering
@@ -67,20 +65,7 @@ class Checked:
 
 def ensure_topics(bootstrap: str, security: KafkaSecurity | None = None, timeout_s: float = 30.0) -> None:
     """Create CHECKS_TOPIC and CHECKED_TOPIC if missing and wait for their leaders."""
-    admin, meta = _cluster(bootstrap, timeout_s, security)
-    missing = [t for t in (CHECKS_TOPIC, CHECKED_TOPIC) if t not in meta.topics]
-    if missing:
-        rf = max(1, min(3, len(meta.brokers)))
-        futures = admin.create_topics([NewTopic(t, num_partitions=1, replication_factor=rf, config=TOPIC_CONFIG)
-                                       for t in missing], operation_timeout=timeout_s, request_timeout=timeout_s)
-        for name, fut in futures.items():
-            try:
-                fut.result(timeout=timeout_s)
-            except Exception as exc:
-                err = exc.args[0] if exc.args else None
-                if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
-                    raise StoreError(f"cannot create topic {name}: {exc}") from None
-    wait_for_leaders(admin, [CHECKS_TOPIC, CHECKED_TOPIC], timeout_s)
+    Topics(bootstrap, security, timeout_s).ensure(CHECK_TOPICS)
 
 
 def encode_request(request_id: str, name: str, sql: str, sent_ms: int) -> bytes:
@@ -135,15 +120,17 @@ def decode_reply(raw: bytes) -> Checked | RuleError:
 
 
 def _heartbeat_age_s(consumer: Consumer, now_ms: int) -> float | None:
-    """Seconds since the newest heartbeat among the last records of CHECKED_TOPIC; None: none there."""
-    tp = TopicPartition(CHECKED_TOPIC, 0)
-    low, high = consumer.get_watermark_offsets(tp, timeout=5)
-    if high <= low:
+    """Seconds since the newest heartbeat written in the last ALIVE_S (the records from that time on, found by
+    timestamp: however many replies were written meanwhile); None: none in that time."""
+    since = consumer.offsets_for_times([TopicPartition(CHECKED_TOPIC, 0, now_ms - int(ALIVE_S * 1000))],
+                                       timeout=5)[0].offset
+    _, high = consumer.get_watermark_offsets(TopicPartition(CHECKED_TOPIC, 0), timeout=5)
+    if since < 0 or since >= high:
         return None
-    consumer.assign([TopicPartition(CHECKED_TOPIC, 0, max(low, high - 20))])
+    consumer.assign([TopicPartition(CHECKED_TOPIC, 0, since)])
     newest = None
     deadline = time.monotonic() + 5
-    position = max(low, high - 20)
+    position = since
     while position < high and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
         if msg is None or msg.error():
@@ -155,10 +142,15 @@ def _heartbeat_age_s(consumer: Consumer, now_ms: int) -> float | None:
 
 
 def ask(bootstrap: str, name: str, sql: str, security: KafkaSecurity | None = None,
-        wait_s: float = DEFAULT_WAIT_S) -> Checked | RuleError | None:
+        wait_s: float = DEFAULT_WAIT_S, *, topics: Topics | None = None,
+        producer: Producer | None = None) -> Checked | RuleError | None:
     """The running pipeline's analysis of rule `name` (or its refusal); None when no pipeline is answering (no
-    recent heartbeat, or no reply within `wait_s`): the caller analyses it itself."""
-    ensure_topics(bootstrap, security)
+    topic of answers, no recent heartbeat, or no reply within `wait_s`): the caller analyses it itself. `topics`
+    and `producer` (acks=all): the caller's, when it has them (each new client costs round trips)."""
+    topics = topics or Topics(bootstrap, security)
+    if not topics.exists(CHECKED_TOPIC):
+        log.info("no pipeline has answered rule checks on this cluster (no topic %s): analysing here", CHECKED_TOPIC)
+        return None
     consumer = Consumer(_client(bootstrap, security, **{"group.id": "headwater-rules-check",
                                                         "enable.auto.commit": False, "fetch.wait.max.ms": 50}))
     try:
@@ -170,7 +162,7 @@ def ask(bootstrap: str, name: str, sql: str, security: KafkaSecurity | None = No
         _, high = consumer.get_watermark_offsets(TopicPartition(CHECKED_TOPIC, 0), timeout=5)
         consumer.assign([TopicPartition(CHECKED_TOPIC, 0, high)])
         request_id = uuid.uuid4().hex
-        producer = Producer(_client(bootstrap, security, **{"linger.ms": 0, "acks": "all"}))
+        producer = producer or Producer(_client(bootstrap, security, **{"linger.ms": 0, "acks": "all"}))
         producer.produce(CHECKS_TOPIC, key=request_id.encode(),
                          value=encode_request(request_id, name, sql, int(time.time() * 1000)))
         if producer.flush(10) != 0:

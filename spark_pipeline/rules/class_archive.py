@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pyspark
 
+from spark_pipeline.config import switch
+
 log = logging.getLogger("spark_pipeline.rules")
 DYNAMIC_MAGIC = bytes.fromhex("a8ab0bf0")  # 0xf00baba8, little-endian: a JDK dynamic archive whose header is written
 PART_SUFFIX = ".part"
@@ -87,7 +89,7 @@ def promote_parts(folder: Path, final: Path) -> None:
 def archive_path(base_options: str, env: Mapping[str, str] | None = None) -> Path | None:
     """Where the archive of a JVM started with `base_options` is (or will be); None: no archive."""
     env = os.environ if env is None else env
-    if env.get("HEADWATER_CLASS_ARCHIVE", "1").strip().lower() in ("0", "false", "no"):
+    if not switch(env, "HEADWATER_CLASS_ARCHIVE", True):
         return None
     java = java_binary(env)
     if java is None:

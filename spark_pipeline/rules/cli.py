@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import fastavro
+from confluent_kafka import Producer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -180,10 +181,12 @@ def check_wait_s(env: Mapping[str, str]) -> float:
     return value
 
 
-def analysed_remotely(cfg: PipelineConfig, name: str, sql: str) -> checks.Checked | None:
+def analysed_remotely(cfg: PipelineConfig, name: str, sql: str, topics: store.Topics | None = None,
+                      producer: Producer | None = None) -> checks.Checked | None:
     """The running pipeline's analysis (checks.py); None: none answered. RuleError: it refused the rule."""
     began = time.monotonic()
-    answer = checks.ask(cfg.bootstrap, name, sql, cfg.kafka_security, check_wait_s(os.environ))
+    answer = checks.ask(cfg.bootstrap, name, sql, cfg.kafka_security, check_wait_s(os.environ), topics=topics,
+                        producer=producer)
     if isinstance(answer, RuleError):
         raise answer
     if answer is not None:
@@ -207,7 +210,8 @@ def analysed_here(cfg: PipelineConfig, name: str, sql: str, rules: dict[str, Rul
 def apply(cfg: PipelineConfig, path: Path, name: str | None, remote: bool = True) -> int:
     sql = read_sql(path)
     name = model.check_name(name or path.stem)
-    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security)
+    topics = store.Topics(cfg.bootstrap, cfg.kafka_security)  # one admin client for every topic step below
+    rules_store = store.RuleStore(cfg.bootstrap, security=cfg.kafka_security, topics=topics)
     try:
         rules = rules_store.latest_rules()
         previous = rules.get(name)
@@ -218,7 +222,7 @@ def apply(cfg: PipelineConfig, path: Path, name: str | None, remote: bool = True
             print(f"rule {name} unchanged: version {previous.version} stays")
             return 0
         model.check_acyclic(name, sql, rules)
-        analysis = analysed_remotely(cfg, name, sql) if remote else None
+        analysis = analysed_remotely(cfg, name, sql, topics, rules_store.producer) if remote else None
         if analysis is None:
             analysis = analysed_here(cfg, name, sql, rules)
         check_output(name, analysis.schema)
@@ -230,7 +234,7 @@ def apply(cfg: PipelineConfig, path: Path, name: str | None, remote: bool = True
                 raise
             raise RuleError(model.INVALID_COLUMN, None, f"the registry refused the output schema: {exc}") from None
         store.ensure_output_topic(cfg.bootstrap, name, compacted=bool(analysis.aggregation),
-                                  security=cfg.kafka_security)
+                                  security=cfg.kafka_security, topics=topics)
         rule = Rule(name, sql, (previous.version + 1) if previous else 1, int(time.time() * 1000),
                     applied_by(cfg.kafka_security), schema_id,
                     analysis.key_columns, analysis.aggregation, analysis.output_mode, uid=uuid.uuid4().hex[:12])

@@ -20,6 +20,8 @@ from typing import Any, Literal, get_args
 
 RULES_TOPIC = "_headwater_rules"
 STATUS_TOPIC = "_headwater_rules_status"
+CHECKS_TOPIC = "_headwater_rules_checks"  # `rules apply`'s requests for the running pipeline's analysis (checks.py)
+CHECKED_TOPIC = "_headwater_rules_checked"  # its answers and heartbeats
 OUTPUT_TOPIC_PREFIX = "headwater.rule."
 # How a rule's output view is named in SQL: `rule_<name>` (no backticks needed); `rule.<name>` with backticks too.
 OUTPUT_VIEW_PREFIX = "rule_"

@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient
 from spark_pipeline import metrics
-from spark_pipeline.config import PipelineConfig
+from spark_pipeline.config import PipelineConfig, switch
 from spark_pipeline.metrics import RuleFigures
 from spark_pipeline.rules import model
 from spark_pipeline.rules.analyse import analyse
@@ -88,7 +88,7 @@ def settings_from_env(env: Mapping[str, str], cfg: PipelineConfig) -> Settings:
 
 
 def enabled(env: Mapping[str, str]) -> bool:
-    return env.get("HEADWATER_RULES", "1").strip().lower() not in ("0", "false", "no", "off")
+    return switch(env, "HEADWATER_RULES", True)
 
 
 class PipelineRules(RuleManager):
@@ -153,7 +153,7 @@ def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, st
                             journal=CheckpointJournal(spark, rules_checkpoints(cfg)))
     manager.spark_launcher = launcher
     log.info("rule manager: following %s (new rules start from the %s offsets)", RULES_TOPIC, offsets)
-    if env.get("HEADWATER_RULES_CHECKS", "1").strip().lower() not in ("0", "false", "no"):
+    if switch(env, "HEADWATER_RULES_CHECKS", True):
         try:
             service = CheckService(cfg.bootstrap, check_analyser(spark, cfg, store), security=cfg.kafka_security)
             service.start()

@@ -19,6 +19,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
@@ -64,14 +65,6 @@ def _client(bootstrap: str, security: KafkaSecurity | None, **extra: Any) -> dic
     return {"bootstrap.servers": bootstrap, **(security or KafkaSecurity()).librdkafka(), **extra}
 
 
-def _cluster(bootstrap: str, timeout_s: float, security: KafkaSecurity | None = None) -> tuple[AdminClient, Any]:
-    admin = AdminClient(_client(bootstrap, security))
-    try:
-        return admin, admin.list_topics(timeout=timeout_s)
-    except KafkaException as exc:
-        raise StoreError(f"cannot reach Kafka at {bootstrap}: {exc}") from None
-
-
 def wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) -> None:
     """Wait until every partition of `topics` has a leader (a topic just created has none for a moment: a read
     then fails with NOT_LEADER_FOR_PARTITION or UNKNOWN_TOPIC_OR_PART)."""
@@ -102,53 +95,78 @@ def _led(meta: Any, topic: str) -> bool:
         p.leader >= 0 and p.error is None for p in t.partitions.values())
 
 
+@dataclass(frozen=True)
+class TopicSpec:
+    """How a topic of the rules is created when missing (its replication factor: min(3, brokers))."""
+
+    partitions: int
+    config: dict[str, str]
+
+
+RULE_TOPICS = {RULES_TOPIC: TopicSpec(1, TOPIC_CONFIG), STATUS_TOPIC: TopicSpec(1, TOPIC_CONFIG)}
+
+
+def output_spec(*, compacted: bool, partitions: int = OUTPUT_PARTITIONS) -> TopicSpec:
+    """A rule's output topic: compacted for an aggregation, whose records are upserts by key; else kept
+    OUTPUT_RETENTION_MS."""
+    return TopicSpec(partitions, {"cleanup.policy": "compact"} if compacted else
+                     {"cleanup.policy": "delete", "retention.ms": str(OUTPUT_RETENTION_MS)})
+
+
+class Topics:
+    """One admin client and the cluster's metadata as first read, for a process's topic work: which topics exist,
+    and creating the missing ones. A command makes one and asks it everything (each admin client and metadata read
+    is a round trip or more on a loaded broker)."""
+
+    def __init__(self, bootstrap: str, security: KafkaSecurity | None = None, timeout_s: float = 30.0) -> None:
+        self.timeout_s = timeout_s
+        self.admin = AdminClient(_client(bootstrap, security))
+        try:
+            self._meta = self.admin.list_topics(timeout=timeout_s)
+        except KafkaException as exc:
+            raise StoreError(f"cannot reach Kafka at {bootstrap}: {exc}") from None
+
+    def exists(self, topic: str) -> bool:
+        """Whether `topic` existed when this was made, or was created through it."""
+        return topic in self._meta.topics
+
+    def ensure(self, specs: dict[str, TopicSpec]) -> list[str]:
+        """Create the topics of `specs` that are missing and wait until every partition of all of them has a
+        leader; the names created (a topic another process creates meanwhile is not one of them)."""
+        missing = [t for t in specs if t not in self._meta.topics]
+        created: list[str] = []
+        if missing:
+            rf = max(1, min(3, len(self._meta.brokers)))
+            futures = self.admin.create_topics(
+                [NewTopic(t, num_partitions=specs[t].partitions, replication_factor=rf, config=specs[t].config)
+                 for t in missing], operation_timeout=self.timeout_s, request_timeout=self.timeout_s)
+            for name, fut in futures.items():
+                try:
+                    fut.result(timeout=self.timeout_s)
+                    created.append(name)
+                except Exception as exc:
+                    err = exc.args[0] if exc.args else None
+                    if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
+                        raise StoreError(f"cannot create topic {name}: {exc}") from None
+        if missing or not all(_led(self._meta, t) for t in specs):
+            wait_for_leaders(self.admin, list(specs), self.timeout_s)
+            self._meta = self.admin.list_topics(timeout=self.timeout_s)
+        return created
+
+
 def ensure_topics(bootstrap: str, timeout_s: float = 30.0, security: KafkaSecurity | None = None) -> list[str]:
     """Create RULES_TOPIC and STATUS_TOPIC if missing (compacted, one partition) and wait for their leaders;
     return the names created."""
-    admin, meta = _cluster(bootstrap, timeout_s, security)
-    missing = [t for t in (RULES_TOPIC, STATUS_TOPIC) if t not in meta.topics]
-    if not missing:
-        wait_for_leaders(admin, [RULES_TOPIC, STATUS_TOPIC], timeout_s)
-        return []
-    rf = max(1, min(3, len(meta.brokers)))
-    futures = admin.create_topics([NewTopic(t, num_partitions=1, replication_factor=rf, config=TOPIC_CONFIG)
-                                   for t in missing], operation_timeout=timeout_s, request_timeout=timeout_s)
-    created = []
-    for name, fut in futures.items():
-        try:
-            fut.result(timeout=timeout_s)
-            created.append(name)
-        except Exception as exc:
-            err = exc.args[0] if exc.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                continue  # another process created it meanwhile
-            raise StoreError(f"cannot create topic {name}: {exc}") from None
-    wait_for_leaders(admin, [RULES_TOPIC, STATUS_TOPIC], timeout_s)
-    return created
+    return Topics(bootstrap, security, timeout_s).ensure(RULE_TOPICS)
 
 
 def ensure_output_topic(bootstrap: str, name: str, *, compacted: bool, partitions: int = OUTPUT_PARTITIONS,
-                        timeout_s: float = 30.0, security: KafkaSecurity | None = None) -> bool:
-    """Create rule `name`'s output topic if missing (compacted for an aggregation, whose records are upserts by
-    key; else kept OUTPUT_RETENTION_MS); whether it was created."""
+                        timeout_s: float = 30.0, security: KafkaSecurity | None = None,
+                        topics: Topics | None = None) -> bool:
+    """Create rule `name`'s output topic if missing (`output_spec`); whether it was created."""
     topic = output_topic(name)
-    admin, meta = _cluster(bootstrap, timeout_s, security)
-    if topic in meta.topics:
-        return False
-    config = {"cleanup.policy": "compact"} if compacted else {"cleanup.policy": "delete",
-                                                               "retention.ms": str(OUTPUT_RETENTION_MS)}
-    rf = max(1, min(3, len(meta.brokers)))
-    fut = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=rf, config=config)],
-                              operation_timeout=timeout_s, request_timeout=timeout_s)[topic]
-    try:
-        fut.result(timeout=timeout_s)
-    except Exception as exc:
-        err = exc.args[0] if exc.args else None
-        if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-            return False
-        raise StoreError(f"cannot create topic {topic}: {exc}") from None
-    wait_for_leaders(admin, [topic], timeout_s)
-    return True
+    topics = topics or Topics(bootstrap, security, timeout_s)
+    return bool(topics.ensure({topic: output_spec(compacted=compacted, partitions=partitions)}))
 
 
 class TopicFollower(Generic[T]):
@@ -237,14 +255,19 @@ class RuleStore:
     """The rules and statuses of one pipeline (one Kafka cluster): read the latest, write, delete."""
 
     def __init__(self, bootstrap: str, timeout_s: float = 30.0, create: bool = True,
-                 security: KafkaSecurity | None = None) -> None:
+                 security: KafkaSecurity | None = None, topics: Topics | None = None) -> None:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
         self.security = security
         if create:
-            ensure_topics(bootstrap, timeout_s, security)
+            (topics or Topics(bootstrap, security, timeout_s)).ensure(RULE_TOPICS)
         self._producer = Producer({**_client(bootstrap, security), "acks": "all", "enable.idempotence": True,
                                    "linger.ms": 0})
+
+    @property
+    def producer(self) -> Producer:
+        """The store's producer (acks=all, idempotent), for a caller's other writes to the same cluster."""
+        return self._producer
 
     def _read(self, topic: str, parse: Callable[[bytes], T]) -> tuple[dict[str, T], dict[str, str]]:
         follower = TopicFollower(self.bootstrap, topic, parse, self.timeout_s, self.security)

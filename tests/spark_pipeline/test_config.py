@@ -11,9 +11,11 @@ import pytest
 
 from spark_pipeline import __main__ as command
 from spark_pipeline import extract, job, packaged
-from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root
+from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root, switch
 from spark_pipeline.enrich import InventoryError, inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
+from spark_pipeline.rules import class_archive
+from spark_pipeline.rules.runtime import enabled as rules_enabled
 from spark_pipeline.snapshot import SchemaSnapshot, WriterSchema
 
 pytestmark = pytest.mark.unit
@@ -57,12 +59,24 @@ def test_local_output_roots_are_made_absolute(tmp_path: Path, monkeypatch: pytes
                                              ("HEADWATER_NODE_INVENTORY", "/nonexistent.csv"),
                                              ("HEADWATER_LIVE_MODE", "continuous"),
                                              ("HEADWATER_RULES_REALTIME", "maybe"),
+                                             ("HEADWATER_RULES", "of"), ("HEADWATER_RULES_CHECKS", "2"),
+                                             ("HEADWATER_CLASS_ARCHIVE", "nope"), ("HEADWATER_CONSOLE", "y"),
                                              ("HEADWATER_REALTIME_BATCH", "2 seconds"),
                                              ("HEADWATER_RULES_REALTIME_BATCH", "4 seconds"),
                                              ("HEADWATER_RULES_REALTIME_BATCH", "often")])
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         PipelineConfig.from_env({name: value})
+
+
+@pytest.mark.parametrize(("value", "expected"), [("", True), ("  ", True), ("1", True), ("On", True), ("YES", True),
+                                                 ("true", True), ("0", False), ("off", False), (" No ", False),
+                                                 ("FALSE", False)])
+def test_every_on_off_setting_reads_the_same_words(value: str, expected: bool) -> None:
+    assert switch({"HEADWATER_RULES_CHECKS": value}, "HEADWATER_RULES_CHECKS", True) is expected
+    assert rules_enabled({"HEADWATER_RULES": value}) is expected
+    assert (class_archive.archive_path("-Xmx1g", {"HEADWATER_CLASS_ARCHIVE": value, "JAVA_HOME": "/nonexistent"})
+            is None) or expected
 
 
 def test_mirrored_events_topics_are_read_after_the_events_topic() -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from confluent_kafka import Consumer
+from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from bench.spark.generate import register_catalog
@@ -146,3 +148,58 @@ def test_without_a_recent_heartbeat_the_command_analyses_itself(cfg: PipelineCon
     began = time.monotonic()
     assert checks.ask(cfg.bootstrap, "x", "SELECT 1", wait_s=60) is None
     assert time.monotonic() - began < 10
+
+
+class _NoTopics:
+    """A cluster without the answers' topic (no pipeline ever answered there)."""
+
+    def exists(self, topic: str) -> bool:
+        return False
+
+
+def test_without_the_answers_topic_the_command_analyses_itself_at_once() -> None:
+    began = time.monotonic()
+    assert checks.ask("127.0.0.1:1", "x", "SELECT 1", wait_s=60, topics=_NoTopics()) is None  # type: ignore[arg-type]
+    assert time.monotonic() - began < 1  # no Kafka client was made: the bootstrap is unreachable
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_the_heartbeat_is_found_behind_many_answers(cfg: PipelineConfig) -> None:
+    """The command looks for a heartbeat among every record of the last ALIVE_S, found by timestamp, not among
+    a fixed number of the newest (20 before): a burst of answers after the heartbeat hid it."""
+    checks.ensure_topics(cfg.bootstrap)
+    rules = store.RuleStore(cfg.bootstrap)
+    try:
+        rules.producer.produce(checks.CHECKED_TOPIC, key=checks.HEARTBEAT_KEY.encode(), value=b"{}")
+        for _ in range(50):
+            rid = uuid.uuid4().hex
+            rules.producer.produce(checks.CHECKED_TOPIC, key=rid.encode(),
+                                   value=checks.encode_reply(rid, RuleError(model.UNKNOWN_COLUMN, 1, "x")))
+        assert rules.producer.flush(10) == 0
+    finally:
+        rules.close()
+    consumer = Consumer(store._client(cfg.bootstrap, None, **{"group.id": "test-heartbeat"}))
+    try:
+        age = checks._heartbeat_age_s(consumer, int(time.time() * 1000))
+    finally:
+        consumer.close()
+    assert age is not None and age < 5
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_topics_creates_only_what_is_missing_with_its_spec(cfg: PipelineConfig) -> None:
+    name = f"test.topics.{uuid.uuid4().hex[:8]}"
+    spec = store.TopicSpec(2, {"cleanup.policy": "compact"})
+    topics = store.Topics(cfg.bootstrap)
+    assert not topics.exists(name)
+    assert topics.ensure({name: spec, model.RULES_TOPIC: store.RULE_TOPICS[model.RULES_TOPIC]}) == [name]
+    assert topics.exists(name)
+    again = store.Topics(cfg.bootstrap)
+    assert again.exists(name) and again.ensure({name: spec}) == []
+    described = again.admin.describe_configs([ConfigResource("topic", name)])
+    config = next(iter(described.values())).result(timeout=10)
+    assert config["cleanup.policy"].value == "compact"
+    assert len(again.admin.list_topics(name, timeout=10).topics[name].partitions) == 2
+    again.admin.delete_topics([name], operation_timeout=10)
