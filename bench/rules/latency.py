@@ -35,6 +35,7 @@ from spark_pipeline.rules.store import RuleStore
 KINDS = ("filter", "routing", "projection", "aggregation")
 FILTERED_OUT = "purchase"  # the filter rule drops this type
 WINDOW_MS = 10_000
+SLICE_MS = 20_000  # a long window also reports its worst slice of this length
 
 
 def kind_sql(kind: str, producers: list[str]) -> str:
@@ -113,6 +114,10 @@ class Sender:
                 raise RuntimeError("the gateway rejected events")
 
 
+# (created_at ms, latency ms) of each event found; the created_at of each missing one
+Measured = tuple[list[tuple[int, int]], list[int]]
+
+
 def figures(latencies: list[int], missing: int) -> dict[str, Any]:
     """p50/p99/max in ms over every expected event; a missing event counts as later than any found."""
     total = len(latencies) + missing
@@ -126,11 +131,32 @@ def figures(latencies: list[int], missing: int) -> dict[str, Any]:
             "max_ms": float(values[-1]) if values and not missing else None}
 
 
+def measured_figures(measured: Measured, window: tuple[int, int], sub_ms: int) -> dict[str, Any]:
+    """`figures` over the whole window, and when the window holds more than one `sub_ms` slice, the p99 of its
+    worst slice (by created_at): a long window gives each pause its true weight, the worst slice shows the pause."""
+    found, missing = measured
+    out = figures([lat for _, lat in found], len(missing))
+    slices = (window[1] - window[0]) // sub_ms
+    if slices > 1:
+        per: dict[int, tuple[list[int], int]] = {}
+        for created, lat in found:
+            per.setdefault((created - window[0]) // sub_ms, ([], 0))[0].append(lat)
+        for created in missing:
+            got = per.setdefault((created - window[0]) // sub_ms, ([], 0))
+            per[(created - window[0]) // sub_ms] = (got[0], got[1] + 1)
+        worst = max(((i, figures(lats, miss)) for i, (lats, miss) in per.items() if i < slices),
+                    key=lambda item: float("inf") if item[1]["p99_ms"] is None else item[1]["p99_ms"])
+        out["worst_slice"] = {"seconds": sub_ms / 1000, "starts_at_s": worst[0] * sub_ms / 1000,
+                              "p99_ms": worst[1]["p99_ms"], "max_ms": worst[1]["max_ms"]}
+    return out
+
+
 def first_counting(created: dict[Any, list[int]], updates: dict[Any, list[tuple[int, int]]], window: tuple[int, int]
-                   ) -> tuple[list[int], int]:
-    """Latencies of the events created in `window` (per key: sorted created times of all events sent) to the first
-    update of their key whose count reaches their rank; and how many had none."""
-    out, missing = [], 0
+                   ) -> Measured:
+    """The events created in `window` (per key: sorted created times of all events sent) with their latency to
+    the first update of their key whose count reaches their rank; and those that had none."""
+    out: list[tuple[int, int]] = []
+    missing: list[int] = []
     for key, times in created.items():
         best: list[tuple[int, int]] = []  # running max of the count over time
         for ts, count in sorted(updates.get(key, [])):
@@ -142,9 +168,9 @@ def first_counting(created: dict[Any, list[int]], updates: dict[Any, list[tuple[
                 continue
             i = bisect.bisect_left(counts, rank)
             if i == len(best):
-                missing += 1
+                missing.append(t)
             else:
-                out.append(best[i][0] - t)
+                out.append((t, best[i][0] - t))
     return out, missing
 
 
@@ -203,14 +229,15 @@ class Phase:
             raise self.sender.errors[0]
         sent = list(self.sender.sent)
         out: dict[str, Any] = {}
-        by_kind: dict[str, tuple[list[int], int]] = {}
+        by_kind: dict[str, Measured] = {}
         for _name, (kind, rule) in self.rules.items():
-            lat, miss = self._rule_latencies(kind, rule, sent, window)
-            got = by_kind.setdefault(kind, ([], 0))
-            by_kind[kind] = (got[0] + lat, got[1] + miss)
-        for kind, (lat, miss) in by_kind.items():
-            out[kind] = figures(lat, miss) | {"rules": sum(1 for k, _ in self.rules.values() if k == kind)}
-        out["builtin_10s_aggregate"] = figures(*self._builtin(sent, window))
+            found, miss = self._rule_latencies(kind, rule, sent, window)
+            got = by_kind.setdefault(kind, ([], []))
+            by_kind[kind] = (got[0] + found, got[1] + miss)
+        for kind, measured in by_kind.items():
+            out[kind] = measured_figures(measured, window, SLICE_MS) | {
+                "rules": sum(1 for k, _ in self.rules.values() if k == kind)}
+        out["builtin_10s_aggregate"] = measured_figures(self._builtin(sent, window), window, SLICE_MS)
         out["builtin_batch_ended_in_window"] = boundary
         log.info("measured %s", out)
         return out
@@ -224,8 +251,7 @@ class Phase:
             out[name] = progress["batchId"] if progress else None
         return out
 
-    def _rule_latencies(self, kind: str, rule: Rule, sent: list[Sent], window: tuple[int, int]
-                        ) -> tuple[list[int], int]:
+    def _rule_latencies(self, kind: str, rule: Rule, sent: list[Sent], window: tuple[int, int]) -> Measured:
         rows = records(self.cfg, rule.topic, window[0], self.schemas)  # what the window's events can have caused
         if kind == "aggregation":
             updates: dict[Any, list[tuple[int, int]]] = defaultdict(list)
@@ -239,17 +265,18 @@ class Phase:
         first: dict[str, int] = {}
         for ts, row in rows:
             first.setdefault(str(row["event_id"]), ts)
-        lat, missing = [], 0
+        found: list[tuple[int, int]] = []
+        missing: list[int] = []
         for s in sent:
             if not window[0] <= s.created_ms < window[1] or (kind == "filter" and s.event_type == FILTERED_OUT):
                 continue
             if s.event_id in first:
-                lat.append(first[s.event_id] - s.created_ms)
+                found.append((s.created_ms, first[s.event_id] - s.created_ms))
             else:
-                missing += 1
-        return lat, missing
+                missing.append(s.created_ms)
+        return found, missing
 
-    def _builtin(self, sent: list[Sent], window: tuple[int, int]) -> tuple[list[int], int]:
+    def _builtin(self, sent: list[Sent], window: tuple[int, int]) -> Measured:
         updates: dict[Any, list[tuple[int, int]]] = defaultdict(list)
         for ts, row in records(self.cfg, self.cfg.aggregates_topic, window[0], self.schemas):
             if row["granularity"] == "10s":
@@ -262,13 +289,13 @@ class Phase:
 
 
 def run(pipeline: Running, env: dict[str, str], store: RuleStore, *, rate: int, seconds: float, warmup: float,
-        drain: float, many: int, settle: float) -> dict[str, Any]:
+        drain: float, many: int, settle: float, many_seconds: float) -> dict[str, Any]:
     """The latency phase (module doc); the pipeline keeps running (the caller stops it)."""
     sender = Sender(env, pipeline.cfg, rate)
     schemas = WriterSchemas(RegistryClient.of(pipeline.cfg.registry_url, pipeline.cfg.registry_access))
     phase = Phase(pipeline, sender, store, schemas, drain)
     sender.start()
-    result: dict[str, Any] = {"rate": rate, "seconds": seconds}
+    result: dict[str, Any] = {"rate": rate, "seconds": seconds, "many_seconds": many_seconds}
     try:
         time.sleep(warmup)
         t0 = time.time()
@@ -304,7 +331,7 @@ def run(pipeline: Running, env: dict[str, str], store: RuleStore, *, rate: int, 
         # what those restarts replayed (minutes on a loaded 2-core host) before the window measures them.
         time.sleep(settle)
         result["tiers"] = sorted(set(pipeline.tiers().get(r.name, "?") for r in applied_many))
-        many_figures = phase.measure(seconds)
+        many_figures = phase.measure(many_seconds)
         result["many_rules"] = {"rules": many, **{k: v for k, v in many_figures.items()}}
         return result
     finally:
