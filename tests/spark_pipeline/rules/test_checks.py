@@ -171,10 +171,10 @@ def test_the_heartbeat_is_found_behind_many_answers(cfg: PipelineConfig) -> None
     checks.ensure_topics(cfg.bootstrap)
     rules = store.RuleStore(cfg.bootstrap)
     try:
-        rules.producer.produce(checks.CHECKED_TOPIC, key=checks.HEARTBEAT_KEY.encode(), value=b"{}")
+        rules.producer.produce(model.CHECKED_TOPIC, key=checks.HEARTBEAT_KEY.encode(), value=b"{}")
         for _ in range(50):
             rid = uuid.uuid4().hex
-            rules.producer.produce(checks.CHECKED_TOPIC, key=rid.encode(),
+            rules.producer.produce(model.CHECKED_TOPIC, key=rid.encode(),
                                    value=checks.encode_reply(rid, RuleError(model.UNKNOWN_COLUMN, 1, "x")))
         assert rules.producer.flush(10) == 0
     finally:
