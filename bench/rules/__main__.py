@@ -34,14 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from bench.rules import cost, latency
-from bench.rules.common import Running, log, new_topic, warm_cli
+from bench.rules.common import Running, drop_topics, log, new_topic, warm_cli
 from bench.spark.generate import Encoder, register_catalog
 from common.envfile import read_env, stack_env_file
 from spark_pipeline.config import PipelineConfig, duration_ms
+from spark_pipeline.rules.model import OUTPUT_TOPIC_PREFIX
 from spark_pipeline.rules.store import RuleStore
 from spark_pipeline.session import build_session
 
 RULE_PREFIX = "bench_"  # every rule the bench applies (latency.py, cost.py)
+# the topics a run makes (its events, enriched and aggregates topics; its rules' outputs), deleted at its end
+BENCH_TOPICS = ("bench.rules.", f"{OUTPUT_TOPIC_PREFIX}{RULE_PREFIX}")
 GOALS_MS = {"filter": 1000, "routing": 1000, "projection": 1000, "aggregation": 2000, "builtin_10s_aggregate": 1000}
 
 
@@ -162,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
             print_cost(out["cost"])
     finally:
         spark.stop()
+        store.close()
+        dropped = drop_topics(base.bootstrap, BENCH_TOPICS)
+        log.info("deleted the run's %d topics (%s, ...)", len(dropped), ", ".join(dropped[:3]))
     load_after = os.getloadavg()
     out["load_average"] = {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after],
                            "cores": os.cpu_count()}

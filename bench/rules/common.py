@@ -41,6 +41,18 @@ def new_topic(bootstrap: str, prefix: str, partitions: int = 3) -> str:
     return name
 
 
+def drop_topics(bootstrap: str, prefixes: tuple[str, ...]) -> list[str]:
+    """Delete every topic whose name starts with one of `prefixes`; the names deleted. The bench's own topics
+    (its events, enriched and aggregates topics, its rules' outputs: millions of records a run) would otherwise
+    stay on the stack's broker for their retention, gigabytes a run."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = sorted(t for t in admin.list_topics(timeout=30).topics if t.startswith(prefixes))
+    if names:
+        for fut in admin.delete_topics(names, operation_timeout=60).values():
+            fut.result(60)
+    return names
+
+
 FAILED: list[BaseException] = []  # what stopped a pipeline: every wait gives up at once
 
 
