@@ -65,9 +65,9 @@ def _client(bootstrap: str, security: KafkaSecurity | None, **extra: Any) -> dic
     return {"bootstrap.servers": bootstrap, **(security or KafkaSecurity()).librdkafka(), **extra}
 
 
-def wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) -> None:
+def wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) -> Any:
     """Wait until every partition of `topics` has a leader (a topic just created has none for a moment: a read
-    then fails with NOT_LEADER_FOR_PARTITION or UNKNOWN_TOPIC_OR_PART)."""
+    then fails with NOT_LEADER_FOR_PARTITION or UNKNOWN_TOPIC_OR_PART); the cluster's metadata that showed them."""
     deadline = time.monotonic() + timeout_s
     pending = list(topics)
     try:
@@ -81,6 +81,7 @@ def wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) ->
                 pending = [t for t in pending if not _led(meta, t)]
                 if pending:
                     raise _Leaderless
+                return meta
     except _Leaderless:
         raise StoreError(f"no partition leader for {', '.join(pending)} after {timeout_s:.0f} s") from None
 
@@ -149,8 +150,7 @@ class Topics:
                     if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
                         raise StoreError(f"cannot create topic {name}: {exc}") from None
         if missing or not all(_led(self._meta, t) for t in specs):
-            wait_for_leaders(self.admin, list(specs), self.timeout_s)
-            self._meta = self.admin.list_topics(timeout=self.timeout_s)
+            self._meta = wait_for_leaders(self.admin, list(specs), self.timeout_s)
         return created
 
 
