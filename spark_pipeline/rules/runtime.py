@@ -23,7 +23,7 @@ from common.registry_client import RegistryClient
 from spark_pipeline import metrics
 from spark_pipeline.config import PipelineConfig, switch
 from spark_pipeline.metrics import RuleFigures
-from spark_pipeline.rules import model
+from spark_pipeline.rules import model, warmup
 from spark_pipeline.rules.analyse import analyse
 from spark_pipeline.rules.checks import Analyser, Checked, CheckService
 from spark_pipeline.rules.journal import CheckpointJournal
@@ -152,6 +152,7 @@ def start_manager(spark: SparkSession, cfg: PipelineConfig, env: Mapping[str, st
                             settings=settings or settings_from_env(env, cfg),
                             journal=CheckpointJournal(spark, rules_checkpoints(cfg)))
     manager.spark_launcher = launcher
+    warmup.start(spark)  # a rule calling `upper` would otherwise pay ICU's loading on its first record
     log.info("rule manager: following %s (new rules start from the %s offsets)", RULES_TOPIC, offsets)
     if switch(env, "HEADWATER_RULES_CHECKS", True):
         try:
