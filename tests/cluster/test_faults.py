@@ -4,14 +4,17 @@ and checked by a read_committed reconciliation of what the SDKs were told is ack
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 import uuid
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gateway.config import GatewayConfig
 from stack.launcher import Stack
 from tests.cluster.faults import active_controller, batch_requests, busiest_leader, leaders, record_schema, registry
 from tests.cluster.fleet import EVENTS_PER_FAULT, SCALE, Fleet
@@ -24,6 +27,11 @@ from tests.support.wait import wait_for
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 ClusterEnv = tuple[Stack, dict[str, str]]
 GO_EVENTS = 5000 * SCALE
+# The gateways run with their default timeouts here: a transaction in flight at a kill may still commit until it.
+TRANSACTION_TIMEOUT_S = float(next(f.default for f in fields(GatewayConfig) if f.name == "transaction_timeout_s"))
+# Producers should see at most this long without a 200 when one broker dies (issue 28). `make test-cluster` and
+# `make chaos-cluster` assert it; `make test` prints the figures (a loaded CI host is not where a bound is measured).
+WINDOW_GOAL_S = float(os.environ.get("HEADWATER_CLUSTER_WINDOW_GOAL_S", "0") or 0)
 
 
 class GoProducer:
@@ -55,6 +63,17 @@ class GoProducer:
         return answer
 
 
+def _report(prober: Prober, killed: float) -> None:
+    """Print the no-200 window and the stall per target; hold them to WINDOW_GOAL_S when it is set."""
+    windows, stalls = prober.windows(killed), prober.stalls(killed)
+    print(f"no-200 window after the kill (first failed answer -> first 200), seconds: {windows}")
+    print(f"longest time with no 200 after the kill, seconds: {stalls}")
+    if WINDOW_GOAL_S:
+        over = {name: (windows[name], stalls[name]) for name in windows
+                if (windows[name] or 0) > WINDOW_GOAL_S or stalls[name] is None or stalls[name] > WINDOW_GOAL_S}
+        assert not over, f"over {WINDOW_GOAL_S} s without a 200 (window, stall): {over}"
+
+
 def _targets(profile: Stack, env: dict[str, str]) -> dict[str, str]:
     """Each gateway directly, and HAProxy (what the SDKs see)."""
     return {**{f"gateway {port}": f"http://127.0.0.1:{port}" for port in profile.cfg.gateway_ports},
@@ -75,7 +94,7 @@ def test_kill_9_the_leader_of_the_busiest_partitions(cluster: ClusterEnv) -> Non
                  lambda: all(leaders(env["KAFKA_BOOTSTRAP"])[p] not in (node, -1) for p in partitions), 90)
         fleet.wait_acked(killed_at + 2000)  # producing goes on with two brokers
         wait_for("a 200 from every gateway again", lambda: prober.recovered(killed), 120)
-        print(f"no-200 window after the kill, seconds: {prober.windows(killed)}")
+        _report(prober, killed)
         profile.kafka.node(node).start_process()
         profile.kafka.wait_ready(3)
         fleet.check("leader kill -9")
@@ -98,7 +117,7 @@ def test_kill_9_the_active_controller(cluster: ClusterEnv) -> None:
         wait_for("a new active controller", lambda: active_controller(others) not in (None, node), 60)
         fleet.wait_acked(killed_at + 2000)
         wait_for("a 200 from every gateway again", lambda: prober.recovered(killed), 120)
-        print(f"no-200 window after the kill, seconds: {prober.windows(killed)}")
+        _report(prober, killed)
         profile.kafka.node(node).start_process()
         profile.kafka.wait_ready(3)
         fleet.check("active controller kill -9")
@@ -115,7 +134,7 @@ def test_kill_9_two_of_three_brokers_503s_then_recovery(cluster: ClusterEnv, go_
         for node in victims:
             profile.kafka.node(node).kill()
         # Requests in flight at the kill may still commit; after the gateways' transaction timeout, none can.
-        time.sleep(12)
+        time.sleep(TRANSACTION_TIMEOUT_S + 2)
         window = time.monotonic()
         acked = fleet.acknowledged()
         time.sleep(12)
