@@ -8,7 +8,6 @@ import os
 import subprocess
 import time
 import uuid
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 ClusterEnv = tuple[Stack, dict[str, str]]
 GO_EVENTS = 5000 * SCALE
 # The gateways run with their default timeouts here: a transaction in flight at a kill may still commit until it.
-TRANSACTION_TIMEOUT_S = float(next(f.default for f in fields(GatewayConfig) if f.name == "transaction_timeout_s"))
+TRANSACTION_TIMEOUT_S = GatewayConfig.transaction_timeout_s  # the dataclass field's default
 # Producers should see at most this long without a 200 when one broker dies (issue 28). `make test-cluster` and
 # `make chaos-cluster` assert it; `make test` prints the figures (a loaded CI host is not where a bound is measured).
 WINDOW_GOAL_S = float(os.environ.get("HEADWATER_CLUSTER_WINDOW_GOAL_S", "0") or 0)
@@ -69,8 +68,8 @@ def _report(prober: Prober, killed: float) -> None:
     print(f"no-200 window after the kill (first failed answer -> first 200), seconds: {windows}")
     print(f"longest time with no 200 after the kill, seconds: {stalls}")
     if WINDOW_GOAL_S:
-        over = {name: (windows[name], stalls[name]) for name in windows
-                if (windows[name] or 0) > WINDOW_GOAL_S or stalls[name] is None or stalls[name] > WINDOW_GOAL_S}
+        over = {name: (windows[name], stall) for name, stall in stalls.items()
+                if (windows[name] or 0) > WINDOW_GOAL_S or stall is None or stall > WINDOW_GOAL_S}
         assert not over, f"over {WINDOW_GOAL_S} s without a 200 (window, stall): {over}"
 
 
