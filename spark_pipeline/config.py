@@ -69,6 +69,8 @@ class PipelineConfig:
     # True: the real-time tier and the shared enriched stream (docs/rules-runtime.md); False (the default until its
     # figures are taken on a quiet host): every rule in the micro-batch tier over its own read of the events topic.
     rules_realtime: bool = False
+    # How long `rules apply` waits for the running pipeline's analysis before it analyses in its own JVM (seconds).
+    rules_check_wait_s: float = 30.0
     # Credentials (common/kafka_security.py, common/registry_access.py): the pipeline's own, or with the
     # component RULES, the rule administrator's (`rules` commands), each from HEADWATER_<COMPONENT>_... first.
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
@@ -139,6 +141,7 @@ class PipelineConfig:
             metrics_port=_port(env, "HEADWATER_PIPELINE_METRICS_PORT", d.metrics_port),
             live_mode=_choice(env, "HEADWATER_LIVE_MODE", d.live_mode, LIVE_MODES),
             rules_realtime=switch(env, "HEADWATER_RULES_REALTIME", False),
+            rules_check_wait_s=_seconds(env, "HEADWATER_RULES_CHECK_WAIT_S", d.rules_check_wait_s, 0.5, 600.0),
             kafka_security=security,
             registry_access=access,
         )
@@ -248,6 +251,19 @@ def _port(env: Mapping[str, str], name: str, default: int) -> int:
     value = _int(env, name, default)
     if value > 65535:
         raise ConfigError(f"{name}={raw!r}: not a port")
+    return value
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:  # NaN and inf fail here too
+        raise ConfigError(f"{name}={raw!r}: seconds from {low:g} to {high:g}")
     return value
 
 

@@ -21,7 +21,6 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -79,9 +78,6 @@ def run(args: argparse.Namespace, cfg: PipelineConfig) -> int:
         return test(cfg, args.file, args.minutes, args.rows)
     except RuleError as exc:
         print(exc.describe(), file=sys.stderr)
-        return REFUSED
-    except SettingError as exc:
-        print(f"error: {exc}", file=sys.stderr)
         return REFUSED
     except (store.StoreError, RegistryClientError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -165,27 +161,11 @@ def applied_by(security: KafkaSecurity) -> str:
     return who[: model.MAX_APPLIED_BY_CHARS]
 
 
-class SettingError(ValueError):
-    """A setting of the environment is out of its range (exit 2, nothing done)."""
-
-
-def check_wait_s(env: Mapping[str, str]) -> float:
-    """HEADWATER_RULES_CHECK_WAIT_S: how long `apply` waits for the running pipeline's analysis (0.5-600 s)."""
-    raw = env.get("HEADWATER_RULES_CHECK_WAIT_S", "").strip()
-    try:
-        value = float(raw) if raw else checks.DEFAULT_WAIT_S
-    except ValueError:
-        value = -1.0
-    if not 0.5 <= value <= 600:
-        raise SettingError(f"HEADWATER_RULES_CHECK_WAIT_S={raw!r}: seconds from 0.5 to 600")
-    return value
-
-
 def analysed_remotely(cfg: PipelineConfig, name: str, sql: str, topics: store.Topics | None = None,
                       producer: Producer | None = None) -> checks.Checked | None:
     """The running pipeline's analysis (checks.py); None: none answered. RuleError: it refused the rule."""
     began = time.monotonic()
-    answer = checks.ask(cfg.bootstrap, name, sql, cfg.kafka_security, check_wait_s(os.environ), topics=topics,
+    answer = checks.ask(cfg.bootstrap, name, sql, cfg.kafka_security, cfg.rules_check_wait_s, topics=topics,
                         producer=producer)
     if isinstance(answer, RuleError):
         raise answer

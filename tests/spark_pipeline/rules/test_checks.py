@@ -21,7 +21,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from bench.spark.generate import register_catalog
 from spark_pipeline.__main__ import main
-from spark_pipeline.config import PipelineConfig
+from spark_pipeline.config import ConfigError, PipelineConfig
 from spark_pipeline.rules import checks, cli, model, store
 from spark_pipeline.rules.checks import Checked
 from spark_pipeline.rules.model import RuleError
@@ -61,12 +61,12 @@ def test_a_reply_carries_the_analysis_or_the_refusal() -> None:
             checks.decode_reply(bad)
 
 
-def test_the_wait_setting_is_bounded() -> None:
-    assert cli.check_wait_s({}) == checks.DEFAULT_WAIT_S
-    assert cli.check_wait_s({"HEADWATER_RULES_CHECK_WAIT_S": "2.5"}) == 2.5
-    for bad in ("0", "-1", "601", "soon"):
-        with pytest.raises(cli.SettingError):
-            cli.check_wait_s({"HEADWATER_RULES_CHECK_WAIT_S": bad})
+def test_the_wait_setting_is_read_with_the_other_settings_and_bounded() -> None:
+    assert PipelineConfig.from_env({}).rules_check_wait_s == checks.DEFAULT_WAIT_S
+    assert PipelineConfig.from_env({"HEADWATER_RULES_CHECK_WAIT_S": "2.5"}).rules_check_wait_s == 2.5
+    for bad in ("0", "-1", "601", "soon", "nan", "inf"):
+        with pytest.raises(ConfigError, match="HEADWATER_RULES_CHECK_WAIT_S"):
+            PipelineConfig.from_env({"HEADWATER_RULES_CHECK_WAIT_S": bad})
 
 
 @pytest.fixture(scope="module")
