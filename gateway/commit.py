@@ -106,6 +106,7 @@ class GroupCommitter:
         self._gather = threading.Lock()  # held by the lane gathering the next group: one at a time
         self._stopping = False
         self._last_begin = -1e9  # monotonic time the last group was closed, by any lane
+        self._answered_at = -1e9  # monotonic time the cluster last answered /readyz's metadata request
         self._busy = False  # the last group had busy_batches batches or more
         self._lanes = [_Lane(i, f) for i, f in enumerate(factories)]
         for lane in self._lanes:
@@ -154,7 +155,10 @@ class GroupCommitter:
 
     def reachable(self, timeout_s: float) -> bool:
         """Whether a lane that is healthy, or failed a transaction less than `ready_grace_s` ago, has a producer
-        whose cluster answers a metadata request (for /readyz; blocking)."""
+        whose cluster answers a metadata request within `timeout_s`, or answered one less than `ready_grace_s` ago
+        (for /readyz; blocking). While a dead broker's partitions move, metadata answers can take seconds; had
+        readiness failed then, HAProxy would cut the requests in flight on this gateway, whose transactions still
+        commit, and resend them to another (written twice, seen in the cluster's leader-kill test)."""
         now = time.monotonic()
         for lane in self._lanes:
             producer = lane.producer or lane.candidate
@@ -164,7 +168,8 @@ class GroupCommitter:
             try:
                 producer.list_topics(timeout=timeout_s)
             except Exception:
-                return False
+                return now - self._answered_at < self._s.ready_grace_s
+            self._answered_at = time.monotonic()
             return True
         return False
 

@@ -35,6 +35,8 @@ log = logging.getLogger("gateway.http")
 JSON_TYPE = "application/json"
 AVRO_TYPE = "application/vnd.headwater.batch+avro"
 
+READY_METADATA_TIMEOUT_S = 0.5  # /readyz's metadata request
+
 
 @dataclass
 class Gateway:
@@ -191,7 +193,9 @@ async def livez(request: web.Request) -> web.Response:
 
 async def readyz(request: web.Request) -> web.Response:
     gw = request.app[GATEWAY]
-    kafka = await asyncio.get_running_loop().run_in_executor(None, gw.committer.reachable, 1.0)
+    # Half of HAProxy's 1 s check: a slow metadata answer (partitions moving) is then judged by the grace in
+    # reachable(), not by the balancer timing the check out and cutting this gateway's requests in flight.
+    kafka = await asyncio.get_running_loop().run_in_executor(None, gw.committer.reachable, READY_METADATA_TIMEOUT_S)
     # Ready = can accept the traffic it will get: cached schemas keep serving through a registry outage, so the
     # registry's reachability is reported, not required.
     checks = {"kafka": kafka, "schemas": gw.cache.loaded, "accepting": not gw.draining}

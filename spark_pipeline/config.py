@@ -141,7 +141,7 @@ class PipelineConfig:
             metrics_port=_port(env, "HEADWATER_PIPELINE_METRICS_PORT", d.metrics_port),
             live_mode=_choice(env, "HEADWATER_LIVE_MODE", d.live_mode, LIVE_MODES),
             rules_realtime=switch(env, "HEADWATER_RULES_REALTIME", False),
-            rules_check_wait_s=_seconds(env, "HEADWATER_RULES_CHECK_WAIT_S", d.rules_check_wait_s, 0.5, 600.0),
+            rules_check_wait_s=number(env, "HEADWATER_RULES_CHECK_WAIT_S", d.rules_check_wait_s, 0.5, 600.0),
             kafka_security=security,
             registry_access=access,
         )
@@ -254,7 +254,9 @@ def _port(env: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
-def _seconds(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+def number(env: Mapping[str, str], name: str, default: float, low: float, high: float, *, what: str = "seconds"
+           ) -> float:
+    """A numeric setting from `low` to `high` (NaN and infinity refused), `default` when unset; ConfigError else."""
     raw = env.get(name, "").strip()
     if not raw:
         return default
@@ -262,8 +264,8 @@ def _seconds(env: Mapping[str, str], name: str, default: float, low: float, high
         value = float(raw)
     except ValueError:
         value = float("nan")
-    if not low <= value <= high:  # NaN and inf fail here too
-        raise ConfigError(f"{name}={raw!r}: seconds from {low:g} to {high:g}")
+    if not low <= value <= high:  # NaN fails here too
+        raise ConfigError(f"{name}={raw!r}: {what} from {low:g} to {high:g}")
     return value
 
 

@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from common.kafka_security import KafkaSecurity
 from common.registry_client import RegistryClient
 from spark_pipeline import metrics
-from spark_pipeline.config import PipelineConfig, switch
+from spark_pipeline.config import PipelineConfig, number, switch
 from spark_pipeline.metrics import RuleFigures
 from spark_pipeline.rules import model, warmup
 from spark_pipeline.rules.analyse import analyse
@@ -66,25 +66,15 @@ class KafkaWatermarks:
         self._consumer.close()
 
 
-def _number(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r}: expected a number") from None
-    if value <= 0:
-        raise ValueError(f"{name}={raw!r}: expected a positive number")
-    return value
-
-
 def settings_from_env(env: Mapping[str, str], cfg: PipelineConfig) -> Settings:
-    return Settings(status_s=_number(env, "HEADWATER_RULE_STATUS_S", 5.0), registry_poll_s=cfg.registry_poll_s,
-                    backoff_s=_number(env, "HEADWATER_RULE_BACKOFF_S", 5.0),
-                    backoff_max_s=_number(env, "HEADWATER_RULE_BACKOFF_MAX_S", 300.0),
-                    max_state_rows=int(_number(env, "HEADWATER_RULE_MAX_STATE_ROWS", MAX_STATE_ROWS)),
-                    max_batch_s=_number(env, "HEADWATER_RULE_MAX_BATCH_S", 300.0))
+    """The rule manager's settings (ConfigError, a ValueError, when one is out of its range)."""
+    return Settings(status_s=number(env, "HEADWATER_RULE_STATUS_S", 5.0, 0.05, 3600.0),
+                    registry_poll_s=cfg.registry_poll_s,
+                    backoff_s=number(env, "HEADWATER_RULE_BACKOFF_S", 5.0, 0.05, 3600.0),
+                    backoff_max_s=number(env, "HEADWATER_RULE_BACKOFF_MAX_S", 300.0, 0.05, 86400.0),
+                    max_state_rows=int(number(env, "HEADWATER_RULE_MAX_STATE_ROWS", MAX_STATE_ROWS, 1, 1e12,
+                                              what="rows")),
+                    max_batch_s=number(env, "HEADWATER_RULE_MAX_BATCH_S", 300.0, 0.05, 86400.0))
 
 
 def enabled(env: Mapping[str, str]) -> bool:

@@ -170,6 +170,42 @@ def test_readiness_outlasts_a_failed_transaction_for_the_grace_while_the_cluster
         threading.Event().wait(0.02)
     assert not c.healthy and c.reachable(1.0) is ready
     made[1].unreachable = True
-    assert not c.reachable(1.0)  # the cluster does not answer: not ready, grace or not
+    assert c.reachable(1.0) is ready  # it answered a moment ago: within the grace, a slow answer is not a verdict
     hung.set()
+    c.stop(5)
+
+
+def test_readiness_ends_when_the_cluster_has_not_answered_for_the_grace() -> None:
+    made: list[FakeProducer] = []
+
+    def factory() -> FakeProducer:
+        made.append(FakeProducer())
+        return made[-1]
+
+    s = CommitSettings(window_s=0.001, commit_timeout_s=1.0, init_timeout_s=1.0, reconnect_backoff_s=0.05,
+                       ready_grace_s=0.3)
+    c = GroupCommitter(factory, s)
+    c.start()
+    assert c.wait_ready(5) and c.reachable(1.0)
+    made[0].unreachable = True  # the cluster stops answering metadata (a broker's partitions are moving)
+    assert c.reachable(0.05)  # answered less than the grace ago: still ready
+    threading.Event().wait(0.35)
+    assert not c.reachable(0.05)  # no answer for longer than the grace: not ready
+    made[0].unreachable = False
+    assert c.reachable(0.05)
+    c.stop(5)
+
+
+def test_a_gateway_whose_cluster_never_answered_is_not_ready() -> None:
+    made: list[FakeProducer] = []
+
+    def factory() -> FakeProducer:
+        made.append(FakeProducer())
+        made[-1].unreachable = True
+        return made[-1]
+
+    c = GroupCommitter(factory, CommitSettings(window_s=0.001, commit_timeout_s=1.0, init_timeout_s=1.0,
+                                               reconnect_backoff_s=0.05, ready_grace_s=30.0))
+    c.start()
+    assert c.wait_ready(5) and not c.reachable(0.05)
     c.stop(5)

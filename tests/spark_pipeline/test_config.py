@@ -11,11 +11,12 @@ import pytest
 
 from spark_pipeline import __main__ as command
 from spark_pipeline import extract, job, packaged
-from spark_pipeline.config import ConfigError, PipelineConfig, join, storage_root, switch
+from spark_pipeline.config import ConfigError, PipelineConfig, join, number, storage_root, switch
 from spark_pipeline.enrich import InventoryError, inventory_rows
 from spark_pipeline.load import AGGREGATE_SCHEMA
 from spark_pipeline.rules import class_archive
 from spark_pipeline.rules.runtime import enabled as rules_enabled
+from spark_pipeline.rules.runtime import settings_from_env
 from spark_pipeline.snapshot import SchemaSnapshot, WriterSchema
 
 pytestmark = pytest.mark.unit
@@ -154,3 +155,21 @@ def test_the_scheduler_pools_are_a_local_file_the_jvm_can_open() -> None:
 
 def test_the_command_offers_the_job_s_query_groups() -> None:
     assert sorted(command.QUERY_GROUPS) == sorted(job.QUERY_GROUPS)
+
+
+def test_a_number_setting_is_bounded_and_refuses_nan_and_infinity() -> None:
+    assert number({}, "X", 5.0, 1.0, 10.0) == 5.0
+    assert number({"X": " 2.5 "}, "X", 5.0, 1.0, 10.0) == 2.5
+    for bad in ("0.5", "11", "nan", "inf", "-inf", "soon"):
+        with pytest.raises(ConfigError, match=r"X=.*: rows from 1 to 10"):
+            number({"X": bad}, "X", 5.0, 1.0, 10.0, what="rows")
+
+
+def test_the_rule_managers_settings_are_bounded() -> None:
+    cfg = PipelineConfig.from_env({})
+    assert settings_from_env({"HEADWATER_RULE_MAX_BATCH_S": "150"}, cfg).max_batch_s == 150.0
+    for name in ("HEADWATER_RULE_STATUS_S", "HEADWATER_RULE_BACKOFF_S", "HEADWATER_RULE_BACKOFF_MAX_S",
+                 "HEADWATER_RULE_MAX_STATE_ROWS", "HEADWATER_RULE_MAX_BATCH_S"):
+        for bad in ("0", "inf", "x"):
+            with pytest.raises(ConfigError, match=name):
+                settings_from_env({name: bad}, cfg)
