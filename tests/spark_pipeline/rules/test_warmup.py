@@ -24,8 +24,28 @@ def test_the_functions_run_in_the_task_not_folded_by_the_planner(spark: SparkSes
 
 
 class Failing:
-    def range(self, start: int, end: int | None = None) -> Any:
+    def range(self, start: int, end: int | None = None, step: int = 1, numPartitions: int | None = None
+              ) -> Any:
         raise RuntimeError("the session is stopping")
+
+
+class Recording:
+    """A session that records the job's shape and fails it (nothing to compute)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int | None, int, int | None]] = []
+
+    def range(self, start: int, end: int | None = None, step: int = 1, numPartitions: int | None = None
+              ) -> Any:
+        self.calls.append((start, end, step, numPartitions))
+        raise RuntimeError("recorded")
+
+
+def test_the_warm_up_job_has_one_task_so_it_never_refuses_a_real_time_query_its_slots() -> None:
+    session = Recording()
+    with pytest.raises(RuntimeError):
+        warmup.warm(session)
+    assert session.calls == [(0, 1, 1, 1)]
 
 
 def test_a_failed_warm_up_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
