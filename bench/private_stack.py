@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from common.ports import free_port
@@ -12,8 +13,15 @@ PORT_VARIABLES = ("HEADWATER_KAFKA_PORT", "HEADWATER_KAFKA_CONTROLLER_PORT", "HE
 
 
 def stack_env(state: str | Path) -> dict[str, str]:
-    """The stack's variables: its state directory and a free port for each of its listeners."""
-    return {"HEADWATER_STATE_DIR": str(state), **{name: str(free_port()) for name in PORT_VARIABLES}}
+    """The stack's variables: its state directory, a free port for each of its listeners, and the gateway's workers
+    when the benchmark chose them (HEADWATER_GATEWAY_WORKERS in its environment). StackConfig.from_env reads this
+    mapping only: without the last, the stack's own default (two workers) ran where a benchmark measured and
+    reported one."""
+    env = {"HEADWATER_STATE_DIR": str(state), **{name: str(free_port()) for name in PORT_VARIABLES}}
+    workers = os.environ.get("HEADWATER_GATEWAY_WORKERS", "").strip()
+    if workers:
+        env["HEADWATER_GATEWAY_WORKERS"] = workers
+    return env
 
 
 def stack_config(state: str | Path) -> StackConfig:

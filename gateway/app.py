@@ -30,7 +30,8 @@ log = logging.getLogger("gateway.app")
 def commit_settings(cfg: GatewayConfig) -> CommitSettings:
     return CommitSettings(window_s=cfg.commit_window_ms / 1000, max_records=cfg.commit_max_records,
                           min_interval_s=cfg.commit_min_interval_ms / 1000,
-                          busy_interval_s=cfg.commit_busy_interval_ms / 1000,
+                          busy_interval_s=cfg.commit_busy_interval_ms / 1000, busy_cpu=cfg.commit_busy_cpu,
+                          busy_waiting=cfg.commit_busy_waiting,
                           commit_timeout_s=cfg.delivery_timeout_s, init_timeout_s=cfg.delivery_timeout_s,
                           retry_after_s=cfg.retry_after_s, ready_grace_s=cfg.ready_grace_s)
 

@@ -23,7 +23,7 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -60,13 +60,18 @@ class CommitSettings:
     # the broker writes fewer commit markers and transaction-log records per event as load grows
     # (docs/gateway.md, "Tuning").
     min_interval_s: float = 0.0
-    # Under saturation the interval stretches to `busy_interval_s`: once a transaction carried at least
-    # `busy_batches` batches (requests pile up faster than transactions end), the next ones begin that far apart,
-    # so each carries hundreds of batches' worth of events and the broker's cost per transaction (markers,
-    # transaction-log writes: several ms of its CPU) is spread over them; a smaller group returns to
-    # `min_interval_s`. Below saturation (groups of a few batches) it adds nothing to the ack latency.
+    # While the worker is saturated the interval stretches to `busy_interval_s`, so each transaction carries
+    # hundreds of batches' worth of events and the broker's cost per transaction (markers, transaction-log writes:
+    # several ms of its CPU) and the worker's own are spread over them; once it is no longer saturated the
+    # interval returns to `min_interval_s`. Saturated: the process used at least `busy_cpu` of a core over the
+    # last `cpu_sample_s` (its CPU time, every thread), or at least `busy_waiting` batches wait for a commit.
+    # Neither grows with the interval itself, unlike the size of the groups, the signal used before: a longer
+    # interval makes larger groups, so the worker stayed "busy" at half its capacity (ack p99 67-88 ms there),
+    # while at full load the lanes kept up and groups stayed small (3-5 batches, 160-210 transactions/s).
     busy_interval_s: float = 0.0
-    busy_batches: int = 8
+    busy_cpu: float = 0.85
+    busy_waiting: int = 32
+    cpu_sample_s: float = 0.1
     commit_timeout_s: float = 10.0
     init_timeout_s: float = 10.0
     reconnect_backoff_s: float = 1.0
@@ -95,7 +100,7 @@ class GroupCommitter:
     """The lanes of one worker and the queue of batches they share."""
 
     def __init__(self, factory: ProducerFactory | Sequence[ProducerFactory], settings: CommitSettings,
-                 observer: CommitObserver | None = None) -> None:
+                 observer: CommitObserver | None = None, cpu_clock: Callable[[], float] = time.process_time) -> None:
         factories = [factory] if callable(factory) else list(factory)
         if not factories:
             raise ValueError("group commit needs at least one producer factory")
@@ -107,7 +112,11 @@ class GroupCommitter:
         self._stopping = False
         self._last_begin = -1e9  # monotonic time the last group was closed, by any lane
         self._answered_at = -1e9  # monotonic time the cluster last answered /readyz's metadata request
-        self._busy = False  # the last group had busy_batches batches or more
+        self._busy = False  # the worker was saturated when the last group closed
+        self._cpu_clock = cpu_clock  # CPU seconds of this process, every thread
+        self._cpu_sampled = (-1e9, 0.0)  # (monotonic time, CPU seconds) of the last sample
+        self._cpu_share = 0.0  # cores this process used between the last two samples
+        self._waiting = 0  # batches whose commit() has not returned (read by the lanes, written by the loop)
         self._lanes = [_Lane(i, f) for i, f in enumerate(factories)]
         for lane in self._lanes:
             lane.thread = threading.Thread(target=self._run, args=(lane,), name=f"kafka-commit-{lane.index}",
@@ -135,8 +144,12 @@ class GroupCommitter:
         with self._cond:
             self._pending.append(pending)
             self._cond.notify()
-        # Shielded: the outcome must be observed even if the client went away.
-        await asyncio.shield(pending.future)
+        self._waiting += 1
+        try:
+            # Shielded: the outcome must be observed even if the client went away.
+            await asyncio.shield(pending.future)
+        finally:
+            self._waiting -= 1
 
     def queued(self) -> int:
         in_producers = sum(len(p) for p in (lane.producer for lane in self._lanes) if p is not None)
@@ -230,10 +243,25 @@ class GroupCommitter:
                     group.append(self._pending.popleft())
                     count += len(group[-1].records)
             self._last_begin = time.monotonic()
-            self._busy = len(group) >= self._s.busy_batches
+            busy = self._saturated(self._last_begin)
+            if busy != self._busy:
+                log.debug("worker %s (%.2f cores, %d batches waiting): transactions %s apart",
+                          "saturated" if busy else "no longer saturated", self._cpu_share, self._waiting,
+                          f"{self._s.busy_interval_s * 1000:g} ms" if busy else f"{self._s.min_interval_s * 1000:g} ms")
+            self._busy = busy
             return group
         finally:
             self._gather.release()
+
+    def _saturated(self, now: float) -> bool:
+        """Whether the process used at least `busy_cpu` of a core over the last sample (taken every cpu_sample_s),
+        or at least `busy_waiting` batches wait for their commit."""
+        at, cpu = self._cpu_sampled
+        if now - at >= self._s.cpu_sample_s:
+            spent = self._cpu_clock()
+            self._cpu_share = (spent - cpu) / (now - at)
+            self._cpu_sampled = (now, spent)
+        return self._cpu_share >= self._s.busy_cpu or self._waiting >= self._s.busy_waiting
 
     def _connect(self, lane: _Lane) -> None:
         try:

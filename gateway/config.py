@@ -67,11 +67,15 @@ class GatewayConfig:
     commit_window_ms: float = 2.0
     commit_max_records: int = 5000
     kafka_compression: str = "none"  # the producer's record-batch compression (docs/gateway.md, "Tuning")
-    kafka_linger_ms: float = 1.0
+    # Records wait in librdkafka until the commit flushes them (a flush does not wait for linger.ms): one produce
+    # request per partition per transaction instead of one per millisecond of producing (docs/gateway.md, "Tuning").
+    kafka_linger_ms: float = 100.0
     uvloop: bool = True  # uvloop when installed; False: asyncio's own loop
     avro_codegen: bool = True  # generated Avro encoders; False: fastavro's writer for every event
     commit_min_interval_ms: float = 10.0
     commit_busy_interval_ms: float = 50.0  # transactions' spacing while the worker is saturated (see "Tuning")
+    commit_busy_cpu: float = 0.85  # cores the worker uses from which it counts as saturated
+    commit_busy_waiting: int = 32  # ... or batches waiting for their commit
     commit_lanes: int = 2  # transactional producers per worker taking turns (docs/gateway.md, "Tuning")
     delivery_timeout_s: float = 5.0
     # A dead worker's open transaction blocks read_committed consumers until the coordinator aborts it after
@@ -131,11 +135,13 @@ class GatewayConfig:
             commit_window_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_WINDOW_MS", 2.0, 0.0, 1000.0),
             commit_max_records=_int(env, "HEADWATER_GATEWAY_COMMIT_MAX_RECORDS", 5000, 1, 10**6),
             kafka_compression=_compression(env),
-            kafka_linger_ms=_float(env, "HEADWATER_GATEWAY_KAFKA_LINGER_MS", 1.0, 0.0, 1000.0),
+            kafka_linger_ms=_float(env, "HEADWATER_GATEWAY_KAFKA_LINGER_MS", 100.0, 0.0, 1000.0),
             uvloop=_flag(env, "HEADWATER_GATEWAY_UVLOOP", True),
             avro_codegen=_flag(env, "HEADWATER_GATEWAY_AVRO_CODEGEN", True),
             commit_min_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS", 10.0, 0.0, 1000.0),
             commit_busy_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS", 50.0, 0.0, 1000.0),
+            commit_busy_cpu=_float(env, "HEADWATER_GATEWAY_COMMIT_BUSY_CPU", 0.85, 0.0, 64.0),
+            commit_busy_waiting=_int(env, "HEADWATER_GATEWAY_COMMIT_BUSY_WAITING", 32, 1, 10**6),
             commit_lanes=_int(env, "HEADWATER_GATEWAY_COMMIT_LANES", 2, 1, 16),
             delivery_timeout_s=_float(env, "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S", 5.0, 1.0, 300.0),
             transaction_timeout_s=_float(env, "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S", 10.0, 2.0, 900.0),

@@ -30,8 +30,8 @@ class TxProducer(Protocol):
 ProducerFactory = Callable[[], TxProducer]
 
 
-def kafka_config(bootstrap: str, transactional_id: str, delivery_timeout_s: float,
-                 transaction_timeout_s: float, *, compression: str = "none", linger_ms: float = 1.0) -> dict[str, Any]:
+def kafka_config(bootstrap: str, transactional_id: str, delivery_timeout_s: float, transaction_timeout_s: float, *,
+                 compression: str = "none", linger_ms: float = 100.0) -> dict[str, Any]:
     """librdkafka settings: idempotent, acks=all, timeouts in seconds rather than the 300 s default."""
     return {
         "bootstrap.servers": bootstrap,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.request
 from dataclasses import dataclass
 
 import aiohttp
@@ -93,3 +94,15 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def transactions(base_url: str) -> tuple[float, float]:
+    """A gateway's Kafka transactions so far and the batches they carried (its /metrics histogram, every worker)."""
+    with urllib.request.urlopen(f"{base_url}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        for suffix in ("_count", "_sum"):
+            if line.startswith(f"headwater_gateway_commit_batches{suffix}"):
+                values[suffix] = values.get(suffix, 0.0) + float(line.rsplit(" ", 1)[1])
+    return values.get("_count", 0.0), values.get("_sum", 0.0)

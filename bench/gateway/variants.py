@@ -32,7 +32,7 @@ from pathlib import Path
 
 from bench import cpus
 from bench.gateway.costs import cpu_seconds
-from bench.gateway.load import at_rate, percentile, sustained
+from bench.gateway.load import at_rate, percentile, sustained, transactions
 from bench.gateway.procs import pin, procs_of
 from bench.gateway.schemas import schema_cache, schema_doc
 from bench.gateway.warm import WARM_TOPIC, warm_broker
@@ -45,7 +45,8 @@ from stack.topics import EVENTS_TOPIC, TopicSpec, ensure_topics, topic_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 _BEFORE = {"HEADWATER_GATEWAY_AVRO_CODEGEN": "0", "HEADWATER_GATEWAY_UVLOOP": "0",
-           "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "0", "HEADWATER_GATEWAY_KAFKA_COMPRESSION": "zstd"}
+           "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "0", "HEADWATER_GATEWAY_KAFKA_COMPRESSION": "zstd",
+           "HEADWATER_GATEWAY_KAFKA_LINGER_MS": "1", "HEADWATER_GATEWAY_COMMIT_BUSY_CPU": "0"}
 # Each variant adds one change to the one before it (the last three compare compressions on the full set).
 VARIANTS: dict[str, dict[str, str]] = {
     "before": _BEFORE,
@@ -69,6 +70,15 @@ VARIANTS.update({
     "lanes2_i20": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2", "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS": "20"},
     "busy50": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2", "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS": "50"},
     "busy100": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2", "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS": "100"},
+    # The ack-latency work of issue 28, each on "busy50" (the defaults before it).
+    "linger100": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2", "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS": "50",
+                  "HEADWATER_GATEWAY_KAFKA_LINGER_MS": "100"},
+    "busy_cpu": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "2", "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS": "50",
+                 "HEADWATER_GATEWAY_KAFKA_LINGER_MS": "100", "HEADWATER_GATEWAY_COMMIT_BUSY_CPU": "0.85"},
+    "cpu_lanes3": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "3", "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS": "50",
+                   "HEADWATER_GATEWAY_KAFKA_LINGER_MS": "100", "HEADWATER_GATEWAY_COMMIT_BUSY_CPU": "0.85"},
+    "cpu_lanes4": {**_ISSUE22, "HEADWATER_GATEWAY_COMMIT_LANES": "4", "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS": "50",
+                   "HEADWATER_GATEWAY_KAFKA_LINGER_MS": "100", "HEADWATER_GATEWAY_COMMIT_BUSY_CPU": "0.85"},
 })
 
 
@@ -76,7 +86,7 @@ def _start(env: dict[str, str], knobs: dict[str, str], port: int) -> subprocess.
     proc_env = {**os.environ, "KAFKA_BOOTSTRAP": env["KAFKA_BOOTSTRAP"], "REGISTRY_URL": env["REGISTRY_URL"],
                 "HEADWATER_GATEWAY_WRITE_KEYS": key_entry(env["HEADWATER_WRITE_KEY"], "dev"),
                 "HEADWATER_GATEWAY_PORT": str(port), "HEADWATER_GATEWAY_WORKERS": "1",
-                "HEADWATER_GATEWAY_LOG_LEVEL": "WARNING",
+                "HEADWATER_GATEWAY_LOG_LEVEL": os.environ.get("HEADWATER_BENCH_GATEWAY_LOG_LEVEL", "WARNING"),
                 "HEADWATER_GATEWAY_TRANSACTIONAL_ID_PREFIX": f"headwater-bench-variant-{port}", **knobs}
     proc = subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT, env=proc_env)
     deadline = time.monotonic() + 90
@@ -109,18 +119,24 @@ def _one(env: dict[str, str], knobs: dict[str, str], workload: Workload, *, kind
             cpus.pin_threads(proc.pid, plan.measured)
         url, key = f"http://127.0.0.1:{port}/v1/batch", env["HEADWATER_WRITE_KEY"]
         asyncio.run(sustained(url, key, workload.bodies(kind, 40), concurrency))  # warm-up
-        w0, b0 = cpu_seconds(proc.pid), cpu_seconds(broker)
+        w0, b0, t0 = cpu_seconds(proc.pid), cpu_seconds(broker), transactions(f"http://127.0.0.1:{port}")
         load = asyncio.run(sustained(url, key, workload.bodies(kind, count), concurrency))
-        worker, brk = cpu_seconds(proc.pid) - w0, cpu_seconds(broker) - b0
+        worker, brk, t1 = cpu_seconds(proc.pid) - w0, cpu_seconds(broker) - b0, transactions(f"http://127.0.0.1:{port}")
         batches_per_s = (rate or load.events_per_s / 2) / EVENTS_PER_BATCH
+        b1 = cpu_seconds(broker)
         half = asyncio.run(at_rate(url, key, workload.bodies(kind, max(40, int(batches_per_s * 6))), batches_per_s))
+        brk_rate, t2 = cpu_seconds(broker) - b1, transactions(f"http://127.0.0.1:{port}")
     finally:
         _stop(proc)
     events = max(1, load.events)
     return {"events_per_s": load.events_per_s, "gateway_us_per_event": worker * 1e6 / events,
             "broker_ms_per_1000": brk * 1e6 / events, "events_per_cpu_s": events / max(1e-9, worker + brk),
+            "batches_per_txn": (t1[1] - t0[1]) / max(1.0, t1[0] - t0[0]),
             "errors": load.errors + half.errors, "rate": batches_per_s * EVENTS_PER_BATCH,
+            "rate_broker_ms_per_1000": brk_rate * 1e6 / max(1, half.events),
+            "rate_batches_per_txn": (t2[1] - t1[1]) / max(1.0, t2[0] - t1[0]),
             "p50_ms": percentile(half.latencies_ms, 0.5), "p99_ms": percentile(half.latencies_ms, 0.99)}
+
 
 
 def _summary(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -167,7 +183,10 @@ def main() -> int:
                     results[name].append(res)
                     print(f"round {r + 1} {name:11} {res['events_per_s']:8,.0f} ev/s  gateway "
                           f"{res['gateway_us_per_event']:6.1f} µs/ev  broker {res['broker_ms_per_1000']:6.1f} "
-                          f"ms/1k  p50/p99 {res['p50_ms']:6.1f}/{res['p99_ms']:6.1f} ms at {res['rate']:,.0f} ev/s",
+                          f"ms/1k  {res['batches_per_txn']:5.1f} b/txn  "
+                          f"p50/p99 {res['p50_ms']:6.1f}/{res['p99_ms']:6.1f} "
+                          f"ms at {res['rate']:,.0f} ev/s (broker {res['rate_broker_ms_per_1000']:6.1f} ms/1k, "
+                          f"{res['rate_batches_per_txn']:4.1f} b/txn)",
                           flush=True)
         finally:
             stack.down()

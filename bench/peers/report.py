@@ -15,7 +15,8 @@ _COLUMNS = (("events_per_s", "events/s"), ("events_per_server_cpu_s", "ev/server
             ("broker_net_ms_per_1k_events", "net of idle"),
             ("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"))
 _OWN = (("half_own_rate_events_per_s", "half own saturation ev/s"), ("half_own_p50_ms", "p50 ms"),
-        ("half_own_p99_ms", "p99 ms"))
+        ("half_own_p99_ms", "p99 ms"), ("transactions_per_s", "txn/s at saturation"),
+        ("batches_per_transaction", "batches/txn"))
 
 
 def _width(title: str) -> int:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.gateway.load import at_rate, percentile, sustained
+from bench.gateway.load import at_rate, percentile, sustained, transactions
 from bench.gateway.workload import EVENTS_PER_BATCH, Body
 from bench.peers.procs import cpu_seconds
 
@@ -35,12 +35,18 @@ def sustained_phase(side: Side, broker_pid: int | None, bodies: list[Body], conc
     """Every body once by `concurrency` keep-alive connections; events/s and the CPU it cost (`net_of_idle`
     adds the broker's cost net of its idle CPU once that is known)."""
     server_pid = side.pid()
+    txn0 = _transactions(side)
     s0, b0, t0 = cpu_seconds(server_pid), cpu_seconds(broker_pid), time.monotonic()
     load = asyncio.run(sustained(side.url, side.key, bodies, concurrency))
     server_cpu = cpu_seconds(server_pid) - s0
     broker_cpu = cpu_seconds(broker_pid) - b0
     wall = time.monotonic() - t0
+    txn1 = _transactions(side)
     events = (load.batches - load.errors) * EVENTS_PER_BATCH
+    extra = {}
+    if txn0 is not None and txn1 is not None and txn1[0] > txn0[0]:
+        extra = {"transactions_per_s": round((txn1[0] - txn0[0]) / wall, 1),
+                 "batches_per_transaction": round((txn1[1] - txn0[1]) / (txn1[0] - txn0[0]), 1)}
     return {
         "events_per_s": round(load.events_per_s),
         "server_cpu_s": round(server_cpu, 2), "broker_cpu_s": round(broker_cpu, 2),
@@ -48,8 +54,15 @@ def sustained_phase(side: Side, broker_pid: int | None, bodies: list[Body], conc
         "events_per_system_cpu_s": round(events / (server_cpu + broker_cpu)) if server_cpu + broker_cpu else None,
         "broker_ms_per_1k_events": round(broker_cpu * 1e6 / events, 2) if events else None,
         "server_ms_per_1k_events": round(server_cpu * 1e6 / events, 2) if events else None,
-        "errors": load.errors, "events": events, "wall_s": round(wall, 2),
+        "errors": load.errors, "events": events, "wall_s": round(wall, 2), **extra,
     }
+
+
+def _transactions(side: Side) -> tuple[float, float] | None:
+    """The gateway's transactions and the batches they carried so far (None for the peer, which has none)."""
+    if not side.name.startswith("gateway"):
+        return None
+    return transactions(side.url.rsplit("/v1/", 1)[0])
 
 
 def net_of_idle(row: dict[str, Any], idle_cores: float) -> None:

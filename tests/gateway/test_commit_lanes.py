@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -106,37 +107,79 @@ def test_stop_fails_what_no_lane_took() -> None:
     assert all(r is None or isinstance(r, ShuttingDown) for r in results), results
 
 
-def test_a_saturated_worker_spaces_transactions_by_the_busy_interval_then_returns_to_the_minimum() -> None:
-    producers = [FakeProducer()]
-    s = CommitSettings(window_s=0.001, commit_timeout_s=1.0, init_timeout_s=1.0, min_interval_s=0.0,
-                       busy_interval_s=0.3, busy_batches=4)
-    c = GroupCommitter(lambda: producers[0], s)
-    c.start()
-    assert c.wait_ready(5)
+class _Cpu:
+    """A CPU clock running at `share` cores of wall time from the moment `share` is set (the worker's load)."""
 
+    def __init__(self, share: float) -> None:
+        self._share, self._at, self._spent = share, time.monotonic(), 0.0
+
+    def __call__(self) -> float:
+        now = time.monotonic()
+        self._spent += (now - self._at) * self._share
+        self._at = now
+        return self._spent
+
+    def set(self, share: float) -> None:
+        self()
+        self._share = share
+
+
+def _piled_up(c: GroupCommitter, producer: FakeProducer, cpu: _Cpu) -> list[float]:
+    """A held transaction with five batches piling up behind it, then one batch; then the load falls to 0.3 of a
+    core, one batch settles, and one more: how long the first single batch and the last waited."""
     async def run() -> list[float]:
         loop = asyncio.get_running_loop()
         gate = threading.Event()
-        producers[0].commit_gate = gate
+        producer.commit_gate = gate
         first = asyncio.ensure_future(c.commit(_records("first")))
         await asyncio.sleep(0.05)  # the first transaction is held: the next five pile up behind it
         pile = [asyncio.ensure_future(c.commit(_records(f"p{i}"))) for i in range(5)]
         await asyncio.sleep(0.05)
         gate.set()
-        producers[0].commit_gate = None
-        await asyncio.gather(first, *pile)  # one group of 5 batches: busy from here
+        producer.commit_gate = None
+        await asyncio.gather(first, *pile)  # one group of 5 batches
         t0 = loop.time()
-        await c.commit(_records("after-busy"))  # waits for the busy interval since the group began
+        await c.commit(_records("after-pile"))
         waited = loop.time() - t0
-        await asyncio.sleep(0.35)
+        cpu.set(0.3)
+        await asyncio.sleep(0.02)
+        await c.commit(_records("settle"))  # its group samples the lower load
         t1 = loop.time()
-        await c.commit(_records("calm"))  # the last group was small: no interval
+        await c.commit(_records("calm"))
         return [waited, loop.time() - t1]
 
-    busy_wait, calm_wait = asyncio.run(run())
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize(("cpu_share", "spaced"), [(0.95, True), (0.5, False)])
+def test_a_saturated_worker_spaces_transactions_by_the_busy_interval_then_returns_to_the_minimum(
+        cpu_share: float, spaced: bool) -> None:
+    """While the worker uses busy_cpu of a core or more, transactions begin busy_interval apart; at half its capacity,
+    or once the load falls, they keep the minimum interval whatever the size of their groups."""
+    producers = [FakeProducer()]
+    s = CommitSettings(window_s=0.001, commit_timeout_s=1.0, init_timeout_s=1.0, min_interval_s=0.0,
+                       busy_interval_s=0.3, busy_cpu=0.85, busy_waiting=1000, cpu_sample_s=0.01)
+    cpu = _Cpu(cpu_share)
+    c = GroupCommitter(lambda: producers[0], s, cpu_clock=cpu)
+    c.start()
+    assert c.wait_ready(5)
+    busy_wait, calm_wait = _piled_up(c, producers[0], cpu)
     c.stop(5)
-    assert [len(t) for t in producers[0].committed] == [2, 10, 2, 2]
-    assert busy_wait >= 0.2 and calm_wait < 0.2
+    assert [len(t) for t in producers[0].committed] == [2, 10, 2, 2, 2]
+    assert (busy_wait >= 0.2) is spaced and calm_wait < 0.2
+
+
+def test_batches_waiting_for_a_commit_count_as_saturation() -> None:
+    """An idle CPU with busy_waiting batches or more waiting for their commit spaces transactions too."""
+    producers = [FakeProducer()]
+    s = CommitSettings(window_s=0.001, commit_timeout_s=1.0, init_timeout_s=1.0, min_interval_s=0.0,
+                       busy_interval_s=0.3, busy_cpu=0.85, busy_waiting=4, cpu_sample_s=0.01)
+    c = GroupCommitter(lambda: producers[0], s, cpu_clock=_Cpu(0.0))
+    c.start()
+    assert c.wait_ready(5)
+    busy_wait, _ = _piled_up(c, producers[0], _Cpu(0.0))
+    c.stop(5)
+    assert busy_wait >= 0.2
 
 
 @pytest.mark.parametrize(("grace_s", "ready"), [(30.0, True), (0.0, False)])
