@@ -73,7 +73,7 @@ class GatewayConfig:
     uvloop: bool = True  # uvloop when installed; False: asyncio's own loop
     avro_codegen: bool = True  # generated Avro encoders; False: fastavro's writer for every event
     commit_min_interval_ms: float = 10.0
-    commit_busy_interval_ms: float = 50.0  # transactions' spacing while the worker is saturated (see "Tuning")
+    commit_busy_interval_ms: float = 100.0  # transactions' spacing while the worker is saturated (see "Tuning")
     commit_busy_cpu: float = 0.85  # cores the worker uses from which it counts as saturated
     commit_busy_waiting: int = 32  # ... or batches waiting for their commit
     commit_lanes: int = 2  # transactional producers per worker taking turns (docs/gateway.md, "Tuning")
@@ -139,7 +139,7 @@ class GatewayConfig:
             uvloop=_flag(env, "HEADWATER_GATEWAY_UVLOOP", True),
             avro_codegen=_flag(env, "HEADWATER_GATEWAY_AVRO_CODEGEN", True),
             commit_min_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS", 10.0, 0.0, 1000.0),
-            commit_busy_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS", 50.0, 0.0, 1000.0),
+            commit_busy_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS", 100.0, 0.0, 1000.0),
             commit_busy_cpu=_float(env, "HEADWATER_GATEWAY_COMMIT_BUSY_CPU", 0.85, 0.0, 64.0),
             commit_busy_waiting=_int(env, "HEADWATER_GATEWAY_COMMIT_BUSY_WAITING", 32, 1, 10**6),
             commit_lanes=_int(env, "HEADWATER_GATEWAY_COMMIT_LANES", 2, 1, 16),
@@ -172,6 +172,9 @@ class GatewayConfig:
         if cfg.delivery_timeout_s >= cfg.transaction_timeout_s:
             raise ConfigError("HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S must be below "
                               "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S")
+        if cfg.kafka_linger_ms >= cfg.delivery_timeout_s * 1000:  # librdkafka refuses to create the producer
+            raise ConfigError("HEADWATER_GATEWAY_KAFKA_LINGER_MS must be below HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S "
+                              "(in ms)")
         return cfg
 
 

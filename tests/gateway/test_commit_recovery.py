@@ -7,15 +7,18 @@ import asyncio
 import logging
 import threading
 import time
+import uuid
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from gateway.commit import CommitSettings, GroupCommitter
 from gateway.errors import KafkaUnavailable
-from gateway.producer import kafka_config
+from gateway.producer import confluent_factory, kafka_config
 from gateway.records import KafkaRecord
+from stack.topics import EVENTS_TOPIC
 from tests.gateway.helpers import FakeProducer
+from tests.support.kafka import consume_all, end_offsets
 from tests.support.ports import refused_port
 from tests.support.wait import wait_for, wait_until
 
@@ -106,3 +109,31 @@ def test_librdkafka_logs_go_through_the_python_logger(caplog: pytest.LogCaptureF
             producer.poll(0.2)
     lines = [r.getMessage() for r in caplog.records if r.name == "gateway.librdkafka"]
     assert lines and any("FAIL" in line or "refused" in line.lower() for line in lines), lines
+
+
+@pytest.mark.integration
+def test_a_commit_sends_its_records_without_waiting_for_the_linger(bootstrap: str) -> None:
+    """Records wait in librdkafka for the commit (linger.ms 100 by default); the commit's flush must send them at
+    once. With a linger of 20 s, a transaction committed in under 10 s can only have been sent by the flush."""
+    config = {**kafka_config(bootstrap, f"linger-test-{uuid.uuid4()}", 30.0, 60.0, linger_ms=20_000.0),
+              "logger": logging.getLogger("gateway.librdkafka")}
+    c = GroupCommitter(confluent_factory(config), CommitSettings(commit_timeout_s=10.0, init_timeout_s=10.0))
+    c.start()
+    assert c.wait_ready(30)
+    marker = uuid.uuid4().hex
+    start = end_offsets(bootstrap, EVENTS_TOPIC)
+    records = [KafkaRecord(EVENTS_TOPIC, f"node-{i}".encode(), marker.encode(), []) for i in range(12)]
+
+    async def run() -> float:
+        t0 = time.monotonic()
+        await c.commit(records)
+        return time.monotonic() - t0
+
+    try:
+        elapsed = asyncio.run(run())
+    finally:
+        c.stop(10)
+    assert elapsed < 10.0
+    found = [r for r in consume_all(bootstrap, EVENTS_TOPIC, "read_committed", 12, start=start)
+             if r.value() is not None and r.value() == marker.encode()]
+    assert len(found) == 12

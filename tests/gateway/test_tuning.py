@@ -50,6 +50,14 @@ def test_compression_and_linger_reach_librdkafka() -> None:
     assert GatewayConfig.from_env(BASE).commit_min_interval_ms == 10.0
 
 
+def test_a_linger_as_long_as_the_delivery_timeout_is_refused() -> None:
+    """librdkafka refuses to create a producer whose message.timeout.ms is not above its linger.ms."""
+    with pytest.raises(ConfigError, match="HEADWATER_GATEWAY_KAFKA_LINGER_MS"):
+        GatewayConfig.from_env({**BASE, "HEADWATER_GATEWAY_KAFKA_LINGER_MS": "1000",
+                                "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S": "1"})
+    assert GatewayConfig.from_env(BASE).kafka_linger_ms == 100.0
+
+
 @pytest.mark.parametrize(("variable", "value"), [("HEADWATER_GATEWAY_KAFKA_COMPRESSION", "brotli"),
                                                  ("HEADWATER_GATEWAY_KAFKA_LINGER_MS", "-1"),
                                                  ("HEADWATER_GATEWAY_UVLOOP", "maybe")])
