@@ -29,12 +29,14 @@ from bench.gateway.warm import WARM_TOPIC, warm_broker
 from common.ports import free_port
 from loadtest.events import EventFactory
 from stack.config import CLUSTER, StackConfig
+from stack.kafka import admin_settings
 from stack.launcher import Stack
 from stack.process import _group_members
 from stack.topics import TopicSpec, ensure_topics, topic_specs
 
 TICKS = os.sysconf("SC_CLK_TCK")
-TOPICS = {1: "bench.replication.rf1", 3: "bench.replication.rf3"}
+# Under the events topic's prefix: the gateway's ACLs let it write there only (the cluster profile is secured).
+TOPICS = {1: "headwater.events.bench-rf1", 3: "headwater.events.bench-rf3"}
 
 
 
@@ -82,7 +84,8 @@ class Phase:
 
 def send(env: dict[str, str], events: int, producers: int, seed: int) -> int:
     """`events` realistic 1-3 KB events from `producers` SDK clients, as fast as they go; returns acknowledged."""
-    clients = [headwater.Client(env["GATEWAY_URL"], env["HEADWATER_WRITE_KEY"], linger_s=0.1,
+    ca = env.get("HEADWATER_CA_BUNDLE") or None  # the secured profile's private CA (HAProxy serves TLS)
+    clients = [headwater.Client(env["GATEWAY_URL"], env["HEADWATER_WRITE_KEY"], linger_s=0.1, ca_bundle=ca,
                                 max_queue_events=events, retry_max_s=2.0) for _ in range(producers)]
     factory = EventFactory(seed=seed)
     for i in range(events):
@@ -132,16 +135,17 @@ def main(argv: list[str] | None = None) -> int:
         cluster = Stack(cfg)
         try:
             env = cluster.up().env
+            admin = admin_settings(cfg)  # the administrator's credentials when the profile is secured
             specs = {rf: next(s for s in topic_specs(cfg, rf) if s.name == "headwater.events") for rf in TOPICS}
             for rf, spec in specs.items():
                 ensure_topics(cfg.bootstrap, [TopicSpec(TOPICS[rf], spec.partitions, spec.config)],
-                              timeout_s=60, replication_factor=rf)
+                              timeout_s=60, replication_factor=rf, client=admin)
             warm_s = float(os.environ.get("HEADWATER_BENCH_WARM_S", "120"))
             if warm_s:  # the brokers' JIT, before anything is measured (bench/gateway/warm.py)
                 ensure_topics(cfg.bootstrap, [TopicSpec(WARM_TOPIC, specs[3].partitions, specs[3].config)],
-                              timeout_s=60, replication_factor=3)
+                              timeout_s=60, replication_factor=3, client=admin)
                 leader = cluster.kafka.nodes[0].process.pid() or 0
-                warm = warm_broker(cfg.bootstrap, leader, max_seconds=warm_s)
+                warm = warm_broker(cfg.bootstrap, leader, max_seconds=warm_s, client=admin)
                 print(f"brokers warmed by {warm.transactions} transactions in {warm.seconds} s", flush=True)
             idle = broker_idle_cores(cluster)
             phases = {rf: Phase(rf, idle) for rf in TOPICS}

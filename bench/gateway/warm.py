@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Producer
 
@@ -42,13 +44,14 @@ def _records(n: int, value_bytes: int) -> list[KafkaRecord]:
 
 
 def warm_broker(bootstrap: str, broker_pid: int, *, max_seconds: float, min_transactions: int = 2000,
-                value_bytes: int = 1200) -> Warmth:
+                value_bytes: int = 1200, client: Mapping[str, Any] | None = None) -> Warmth:
     """Transactions of 40 records, one in ten of 800 (and 40 records without a transaction beside each): at least
     `min_transactions`, then until the broker's CPU per transaction over a chunk no longer falls by 15 %, or
-    `max_seconds` passed."""
-    tx = Producer(kafka_config(bootstrap, f"headwater-bench-warmup-{uuid.uuid4()}", 10.0, 20.0))
+    `max_seconds` passed. `client`: librdkafka settings to add (a secured cluster's credentials)."""
+    extra = dict(client or {})  # a secured cluster's credentials (its administrator's)
+    tx = Producer({**kafka_config(bootstrap, f"headwater-bench-warmup-{uuid.uuid4()}", 10.0, 20.0), **extra})
     tx.init_transactions(30)
-    plain_config = kafka_config(bootstrap, "unused", 10.0, 20.0)
+    plain_config = {**kafka_config(bootstrap, "unused", 10.0, 20.0), **extra}
     del plain_config["transactional.id"]
     plain = Producer(plain_config)
     records = _records(40, value_bytes)
