@@ -70,7 +70,7 @@ class CommitSettings:
     # while at full load the lanes kept up and groups stayed small (3-5 batches, 160-210 transactions/s).
     busy_interval_s: float = 0.0
     busy_cpu: float = 0.85
-    busy_waiting: int = 32
+    busy_waiting: int = 128
     cpu_sample_s: float = 0.1
     commit_timeout_s: float = 10.0
     init_timeout_s: float = 10.0

@@ -75,7 +75,7 @@ class GatewayConfig:
     commit_min_interval_ms: float = 10.0
     commit_busy_interval_ms: float = 100.0  # transactions' spacing while the worker is saturated (see "Tuning")
     commit_busy_cpu: float = 0.85  # cores the worker uses from which it counts as saturated
-    commit_busy_waiting: int = 32  # ... or batches waiting for their commit
+    commit_busy_waiting: int = 128  # ... or batches waiting for their commit
     commit_lanes: int = 2  # transactional producers per worker taking turns (docs/gateway.md, "Tuning")
     delivery_timeout_s: float = 5.0
     # A dead worker's open transaction blocks read_committed consumers until the coordinator aborts it after
@@ -141,7 +141,7 @@ class GatewayConfig:
             commit_min_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_MIN_INTERVAL_MS", 10.0, 0.0, 1000.0),
             commit_busy_interval_ms=_float(env, "HEADWATER_GATEWAY_COMMIT_BUSY_INTERVAL_MS", 100.0, 0.0, 1000.0),
             commit_busy_cpu=_float(env, "HEADWATER_GATEWAY_COMMIT_BUSY_CPU", 0.85, 0.0, 64.0),
-            commit_busy_waiting=_int(env, "HEADWATER_GATEWAY_COMMIT_BUSY_WAITING", 32, 1, 10**6),
+            commit_busy_waiting=_int(env, "HEADWATER_GATEWAY_COMMIT_BUSY_WAITING", 128, 1, 10**6),
             commit_lanes=_int(env, "HEADWATER_GATEWAY_COMMIT_LANES", 2, 1, 16),
             delivery_timeout_s=_float(env, "HEADWATER_GATEWAY_DELIVERY_TIMEOUT_S", 5.0, 1.0, 300.0),
             transaction_timeout_s=_float(env, "HEADWATER_GATEWAY_TRANSACTION_TIMEOUT_S", 10.0, 2.0, 900.0),
