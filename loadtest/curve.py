@@ -43,10 +43,14 @@ class Point:
     gateway_ms: dict[str, float]   # from the gateway's /metrics: mean ms per request in each stage, per transaction
 
 
-def scrape(url: str) -> dict[str, float]:
-    """The gateway's cumulative stage and transaction sums and counts (Prometheus text format)."""
-    wanted = ("headwater_gateway_stage_seconds_", "headwater_gateway_request_seconds_",
-              "headwater_gateway_commit_seconds_", "headwater_gateway_commit_records_")
+_STAGES = ("headwater_gateway_stage_seconds_", "headwater_gateway_request_seconds_",
+           "headwater_gateway_commit_seconds_", "headwater_gateway_commit_records_")
+
+
+def scrape(url: str, wanted: tuple[str, ...] = _STAGES) -> dict[str, float]:
+    """The gateway's cumulative sums and counts of the metrics named `wanted` (by default its stages and
+    transactions), by sample name with labels, each summed over the lines that repeat it (Prometheus text format);
+    {} when the gateway does not answer."""
     values: dict[str, float] = {}
     try:
         with urllib.request.urlopen(f"{url}/metrics", timeout=5) as resp:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-import urllib.request
 from dataclasses import dataclass
 
 import aiohttp
 
 from bench.gateway.workload import Body
+from loadtest.curve import scrape
 
 
 @dataclass
@@ -98,11 +98,9 @@ def percentile(values: list[float], q: float) -> float:
 
 def transactions(base_url: str) -> tuple[float, float]:
     """A gateway's Kafka transactions so far and the batches they carried (its /metrics histogram, every worker)."""
-    with urllib.request.urlopen(f"{base_url}/metrics", timeout=5) as resp:
-        text = resp.read().decode()
-    values: dict[str, float] = {}
-    for line in text.splitlines():
-        for suffix in ("_count", "_sum"):
-            if line.startswith(f"headwater_gateway_commit_batches{suffix}"):
-                values[suffix] = values.get(suffix, 0.0) + float(line.rsplit(" ", 1)[1])
-    return values.get("_count", 0.0), values.get("_sum", 0.0)
+    values = scrape(base_url, ("headwater_gateway_commit_batches_",))
+
+    def total(name: str) -> float:
+        return sum(v for k, v in values.items() if k.split("{", 1)[0] == name)
+
+    return total("headwater_gateway_commit_batches_count"), total("headwater_gateway_commit_batches_sum")

@@ -117,15 +117,16 @@ def _one(env: dict[str, str], knobs: dict[str, str], workload: Workload, *, kind
     try:
         if plan is not None:
             cpus.pin_threads(proc.pid, plan.measured)
-        url, key = f"http://127.0.0.1:{port}/v1/batch", env["HEADWATER_WRITE_KEY"]
+        base = f"http://127.0.0.1:{port}"
+        url, key = f"{base}/v1/batch", env["HEADWATER_WRITE_KEY"]
         asyncio.run(sustained(url, key, workload.bodies(kind, 40), concurrency))  # warm-up
-        w0, b0, t0 = cpu_seconds(proc.pid), cpu_seconds(broker), transactions(f"http://127.0.0.1:{port}")
+        w0, b0, t0 = cpu_seconds(proc.pid), cpu_seconds(broker), transactions(base)
         load = asyncio.run(sustained(url, key, workload.bodies(kind, count), concurrency))
-        worker, brk, t1 = cpu_seconds(proc.pid) - w0, cpu_seconds(broker) - b0, transactions(f"http://127.0.0.1:{port}")
+        worker, brk, t1 = cpu_seconds(proc.pid) - w0, cpu_seconds(broker) - b0, transactions(base)
         batches_per_s = (rate or load.events_per_s / 2) / EVENTS_PER_BATCH
         b1 = cpu_seconds(broker)
         half = asyncio.run(at_rate(url, key, workload.bodies(kind, max(40, int(batches_per_s * 6))), batches_per_s))
-        brk_rate, t2 = cpu_seconds(broker) - b1, transactions(f"http://127.0.0.1:{port}")
+        brk_rate, t2 = cpu_seconds(broker) - b1, transactions(base)
     finally:
         _stop(proc)
     events = max(1, load.events)
@@ -136,7 +137,6 @@ def _one(env: dict[str, str], knobs: dict[str, str], workload: Workload, *, kind
             "rate_broker_ms_per_1000": brk_rate * 1e6 / max(1, half.events),
             "rate_batches_per_txn": (t2[1] - t1[1]) / max(1.0, t2[0] - t1[0]),
             "p50_ms": percentile(half.latencies_ms, 0.5), "p99_ms": percentile(half.latencies_ms, 0.99)}
-
 
 
 def _summary(runs: list[dict[str, float]]) -> dict[str, float]:
